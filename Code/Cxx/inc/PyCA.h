@@ -1,0 +1,24 @@
+// PyCA.h -- everything a C++ program needs: types, memory, containers, operators.
+#ifndef __PYCA_H__
+#define __PYCA_H__
+
+#include "pycaConst.h"
+#include "mem.h"
+#include "estream.h"
+#include "Vec3D.h"
+#include "GridInfo.h"
+#include "PyCAException.h"
+#include "conditionMacro.h"
+#include "MemAlloc.h"
+#include "MemPool.h"
+#include "MemoryManager.h"
+#include "CudaUtils.h"
+#include "Image3D.h"
+#include "Field3D.h"
+#include "ManagedImage3D.h"
+#include "ManagedField3D.h"
+#include "IOpers.h"
+#include "FOpers.h"
+#include "Reduction.h"
+
+#endif

@@ -1,0 +1,24 @@
+// CudaUtils.h -- CUDA device helpers; safe to call in CPU-only builds.
+#ifndef __PYCA_CUDA_UTILS_H__
+#define __PYCA_CUDA_UTILS_H__
+
+#include <string>
+
+namespace PyCA {
+
+/// Number of usable CUDA devices (0 in CPU builds or without a driver/GPU).
+unsigned int GetNumberOfCUDADevices();
+/// Selects the current device. Throws "Cuda support not compiled" in CPU
+/// builds, "Error, cannot select device %d, only %d devices available." otherwise.
+void SetCUDADevice(unsigned int deviceNum);
+/// Throws a PyCAException if the last CUDA call failed (no-op on CPU builds).
+void CheckCUDAError(const char* file, int line, const char* msg = nullptr);
+/// "used/total" memory of the current device, or "CUDA support not compiled".
+std::string GetCUDAMemUsage();
+/// Throws unless device devNum has compute capability >= major.minor.
+void AssertMinCUDACapabilityVersion(int devNum, int major, int minor);
+void AssertMinCUDACapabilityVersion(int major, int minor);
+
+}  // namespace PyCA
+
+#endif

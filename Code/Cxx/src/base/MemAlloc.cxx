@@ -1,0 +1,153 @@
+// Raw allocation per memory type. CUDA calls are compiled in only with
+// CUDA_ENABLED; they use the runtime API, so a CUDA build still runs without a GPU.
+#include "MemAlloc.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "conditionMacro.h"
+
+#ifdef CUDA_ENABLED
+#include <cuda_runtime_api.h>
+#endif
+
+namespace PyCA {
+
+namespace {
+constexpr size_t kHostAlign = 64;
+
+[[noreturn]] void notCompiled(const char* file, int line) {
+  throw PyCAException(file, line, "CUDA support not compiled");
+}
+
+#ifdef CUDA_ENABLED
+[[noreturn]] void cudaFailure(const char* file, int line, const char* what, cudaError_t e,
+                              size_t nBytes) {
+  cudaGetLastError();  // clear the sticky error of a failed allocation
+  std::string msg = std::string(what) + " of " + std::to_string(nBytes) + " bytes failed: " +
+                    cudaGetErrorString(e);
+  if (e == cudaErrorMemoryAllocation) throw PyCAMemoryException(file, line, msg);
+  throw PyCAException(file, line, msg);
+}
+#endif
+// Large host copies are split over the OpenMP threads (one core cannot
+// saturate the memory bus); small ones stay a single memcpy.
+void hostCopy(void* dst, const void* src, size_t nBytes) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  const long nChunks = static_cast<long>((nBytes + kChunk - 1) / kChunk);
+  if (nChunks < 4) {
+    std::memcpy(dst, src, nBytes);
+    return;
+  }
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < nChunks; ++c) {
+    size_t off = size_t(c) * kChunk;
+    std::memcpy(d + off, s + off, std::min(kChunk, nBytes - off));
+  }
+}
+}  // namespace
+
+const char* MemTypeStr(MemoryType type) {
+  switch (type) {
+    case MEM_HOST: return "host memory";
+    case MEM_HOST_PINNED: return "pinned host memory";
+    case MEM_DEVICE: return "gpu_device_memory";
+    default: return "uninitialized memory";
+  }
+}
+
+const char* MemTypeName(MemoryType t) {
+  switch (t) {
+    case MEM_HOST: return "MEM_HOST";
+    case MEM_HOST_PINNED: return "MEM_HOST_PINNED";
+    case MEM_DEVICE: return "MEM_DEVICE";
+    default: return "MEM_UNINITIALIZED";
+  }
+}
+
+bool CudaCompiled() {
+#ifdef CUDA_ENABLED
+  return true;
+#else
+  return false;
+#endif
+}
+
+void* AllocateMemory(MemoryType t, size_t nBytes) {
+  if (t != MEM_HOST && t != MEM_HOST_PINNED && t != MEM_DEVICE)
+    throw PyCAException(__FILE__, __LINE__, "Error, Unknown Memory Type");
+#ifndef CUDA_ENABLED
+  if (t != MEM_HOST) notCompiled(__FILE__, __LINE__);
+#endif
+  if (nBytes == 0) return nullptr;
+  void* p = nullptr;
+  switch (t) {
+    case MEM_HOST: {
+      size_t rounded = (nBytes + kHostAlign - 1) / kHostAlign * kHostAlign;
+      if (rounded < nBytes) rounded = nBytes;  // overflow: let aligned_alloc fail
+      p = std::aligned_alloc(kHostAlign, rounded);
+      if (!p)
+        throw PyCAMemoryException(__FILE__, __LINE__,
+                                  "Error, memory allocation failed: " + std::to_string(nBytes) +
+                                      " bytes of host memory");
+      return p;
+    }
+#ifdef CUDA_ENABLED
+    case MEM_HOST_PINNED: {
+      cudaError_t e = cudaMallocHost(&p, nBytes);
+      if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMallocHost", e, nBytes);
+      return p;
+    }
+    case MEM_DEVICE: {
+      cudaError_t e = cudaMalloc(&p, nBytes);
+      if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMalloc", e, nBytes);
+      return p;
+    }
+#endif
+    default:
+      notCompiled(__FILE__, __LINE__);
+  }
+}
+
+void FreeMemory(MemoryType t, void* p) noexcept {
+  if (!p) return;
+  switch (t) {
+    case MEM_HOST: std::free(p); break;
+#ifdef CUDA_ENABLED
+    case MEM_HOST_PINNED: cudaFreeHost(p); break;
+    case MEM_DEVICE: cudaFree(p); break;
+#endif
+    default: break;
+  }
+}
+
+void CopyMemory(void* dst, MemoryType dstType, const void* src, MemoryType srcType,
+                size_t nBytes, StreamT st) {
+  if (nBytes == 0 || dst == src) return;
+  PRECONDITION(dst && src, "Copy of null memory");
+  if (isHostAccessible(dstType) && isHostAccessible(srcType)) {
+    hostCopy(dst, src, nBytes);
+    return;
+  }
+#ifdef CUDA_ENABLED
+  cudaError_t e;
+  if (st) {
+    bool hostSide = dstType != MEM_DEVICE || srcType != MEM_DEVICE;
+    bool unpinned = dstType == MEM_HOST || srcType == MEM_HOST;
+    PRECONDITION(!(hostSide && unpinned), "Pinned memory is required for streaming between CPU and GPU");
+    e = cudaMemcpyAsync(dst, src, nBytes, cudaMemcpyDefault, reinterpret_cast<cudaStream_t>(st));
+  } else {
+    e = cudaMemcpy(dst, src, nBytes, cudaMemcpyDefault);
+  }
+  if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMemcpy", e, nBytes);
+#else
+  (void)st;
+  notCompiled(__FILE__, __LINE__);
+#endif
+}
+
+}  // namespace PyCA

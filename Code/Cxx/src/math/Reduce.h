@@ -1,0 +1,98 @@
+// Reduce.h -- reduces a per-voxel map over arrays, on the CPU or the GPU.
+//
+// A reduction is a map functor (float inputs -> double term, in
+// PointwiseKernels.h) and a combiner (sum, max, min). Terms are accumulated in
+// double on both back ends. The CPU back end splits the voxels into one block
+// per thread and combines the partial results in thread order, so a result
+// does not change from run to run; the CUDA back end (cuda/ReduceCUDA.cu) uses
+// cub::DeviceReduce::TransformReduce.
+#ifndef __PYCA_REDUCE_H__
+#define __PYCA_REDUCE_H__
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "Elementwise.h"
+
+namespace PyCA {
+namespace detail {
+
+template <int N>
+struct RedArgs {
+  const float* in[N];
+  size_t n;
+};
+
+/// Combiner: sum of terms.
+struct SumComb {
+  static constexpr double identity() { return 0.0; }
+  PYCA_HOSTDEVICE double operator()(double a, double b) const { return a + b; }
+};
+
+template <class Map, int N, size_t... I>
+PYCA_HOSTDEVICE PYCA_FORCEINLINE double redVoxel(const Map& m, const RedArgs<N>& a, size_t i,
+                                                 std::index_sequence<I...>) {
+  return m(a.in[I][i]...);
+}
+
+template <class Map, class Comb, int N>
+double cpuReduce(const Map& m, const Comb& comb, const RedArgs<N>& a) {
+  const size_t n = a.n;
+  constexpr auto seq = std::make_index_sequence<N>();
+  int nt = 1;
+#ifdef _OPENMP
+  if (n >= kOmpMinVoxels) nt = omp_get_max_threads();
+#endif
+  std::vector<double> partial(size_t(nt), Comb::identity());
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    const size_t lo = n * size_t(t) / size_t(nt), hi = n * size_t(t + 1) / size_t(nt);
+    // Eight independent accumulators: no loop-carried dependency, so the
+    // compiler can vectorise and the adds pipeline.
+    double acc[8];
+    for (double& v : acc) v = Comb::identity();
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8)
+      for (int k = 0; k < 8; ++k) acc[k] = comb(acc[k], redVoxel(m, a, i + size_t(k), seq));
+    for (; i < hi; ++i) acc[0] = comb(acc[0], redVoxel(m, a, i, seq));
+    double r = acc[0];
+    for (int k = 1; k < 8; ++k) r = comb(r, acc[k]);
+    partial[size_t(t)] = r;
+  }
+  double r = Comb::identity();
+  for (double p : partial) r = comb(r, p);
+  return r;
+}
+
+/// Defined in cuda/ReduceCUDA.cu for every line of ReductionOps.def.
+template <class Map, class Comb, int N>
+double gpuReduce(const Map& m, const Comb& comb, const RedArgs<N>& a, StreamT st);
+
+/// Reduces m over the arrays on the back end of memory type mt.
+template <class Map, class Comb, int N>
+double reduce(MemoryType mt, const Map& m, const Comb& comb, const RedArgs<N>& a, StreamT st) {
+  if (a.n == 0) return Comb::identity();
+  if (mt == MEM_DEVICE) {
+#ifdef CUDA_ENABLED
+    return gpuReduce(m, comb, a, st);
+#else
+    throwGpuNotCompiled(__FILE__, __LINE__);
+#endif
+  }
+  (void)st;
+  return cpuReduce(m, comb, a);
+}
+
+}  // namespace detail
+}  // namespace PyCA
+
+#endif

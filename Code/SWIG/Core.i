@@ -1,0 +1,50 @@
+// Core.i -- the Python module PyCA.Core (extension _Core).
+// Declarative: the C++ headers are %included; this layer adds only what
+// Python needs (exception translation, keep-alive of live references, NumPy
+// views, __str__/tolist helpers). Python conveniences live in Code/Python/PyCA.
+%module(package="PyCA") Core
+
+%{
+#define SWIG_FILE_WITH_INIT
+#include "PyCA.h"
+#include <numpy/arrayobject.h>
+%}
+
+%init %{
+  import_array();
+%}
+
+%include <std_string.i>
+%include <std_shared_ptr.i>
+
+%rename(_print) *::_print;
+
+// Every wrapped call: C++ failures become Python exceptions. The message is the
+// legacy one: "<C++ declaration>:\n" + what().
+%exception {
+  try {
+    $action
+  } catch (const PyCA::PyCAMemoryException& e) {
+    PyErr_SetString(PyExc_MemoryError, (std::string("$decl:\n") + e.what()).c_str());
+    SWIG_fail;
+  } catch (const PyCA::PyCAValueException& e) {
+    PyErr_SetString(PyExc_ValueError, (std::string("$decl:\n") + e.what()).c_str());
+    SWIG_fail;
+  } catch (const PyCA::PyCAException& e) {
+    PyErr_SetString(PyExc_RuntimeError, (std::string("$decl:\n") + e.what()).c_str());
+    SWIG_fail;
+  } catch (const std::bad_alloc& e) {
+    PyErr_SetString(PyExc_MemoryError, (std::string("$decl:\nout of memory: ") + e.what()).c_str());
+    SWIG_fail;
+  } catch (const std::out_of_range& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+    SWIG_fail;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, (std::string("$decl:\n") + e.what()).c_str());
+    SWIG_fail;
+  }
+}
+
+%include "types.i"
+%include "base.i"
+%include "math.i"
