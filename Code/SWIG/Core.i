@@ -45,6 +45,18 @@
   }
 }
 
+// None where an object is passed by reference is a TypeError (SWIG's default
+// is ValueError "invalid null reference"), like any other wrong argument type.
+%typemap(in, noblock=1) SWIGTYPE & (void *argp = 0, int res = 0),
+                         const SWIGTYPE & (void *argp = 0, int res = 0) {
+  res = SWIG_ConvertPtr($input, &argp, $descriptor, %convertptr_flags);
+  if (!SWIG_IsOK(res)) {
+    %argument_fail(res, "$type", $symname, $argnum);
+  }
+  if (!argp) { SWIG_exception_fail(SWIG_TypeError, %argnullref_fmt("$type", $symname, $argnum)); }
+  $1 = %reinterpret_cast(argp, $ltype);
+}
+
 %include "types.i"
 %include "base.i"
 %include "math.i"

@@ -1,6 +1,18 @@
 // base.i -- memory managers, managed containers, CUDA utilities.
 
 %shared_ptr(PyCA::MemoryManager)
+// None for a MemoryManager& is a TypeError, as for the other reference
+// arguments (see Core.i); the shared_ptr typemap would say ValueError.
+%typemap(in) PyCA::MemoryManager & (void *argp = 0, int res = 0) {
+  res = SWIG_ConvertPtr($input, &argp, $descriptor(std::shared_ptr< PyCA::MemoryManager > *), %convertptr_flags);
+  if (!SWIG_IsOK(res)) {
+    %argument_fail(res, "$type", $symname, $argnum);
+  }
+  if (!argp || !reinterpret_cast< std::shared_ptr< PyCA::MemoryManager > * >(argp)->get()) {
+    SWIG_exception_fail(SWIG_TypeError, %argnullref_fmt("$type", $symname, $argnum));
+  }
+  $1 = reinterpret_cast< std::shared_ptr< PyCA::MemoryManager > * >(argp)->get();
+}
 
 %ignore PyCA::MemoryManager::getPool;
 %ignore PyCA::ThreadMemoryManager::instance;

@@ -37,6 +37,8 @@
 %ignore PyCA::operator>>;
 %ignore PyCA::Vec3D::Vec3D(const Vec3D<U>&);
 
+// The legacy wraps the copy constructors: Vec3Df(v), GridInfo(g).
+%copyctor PyCA::Vec3D;
 %include "pycaKernel.h"
 %include "Vec3D.h"
 
@@ -161,6 +163,7 @@ PYCA_KEEPALIVE(PyCA::GridInfo::size)
 PYCA_KEEPALIVE(PyCA::GridInfo::spacing)
 PYCA_KEEPALIVE(PyCA::GridInfo::origin)
 
+%copyctor PyCA::GridInfo;
 %include "GridInfo.h"
 
 %extend PyCA::GridInfo {
@@ -222,7 +225,10 @@ static PyObject* pyca_view(const PyCA::MemPool<float>& pool, const float* data, 
     throw PyCA::PyCAException(__FILE__, __LINE__,
         "asnp() needs host memory but the data is in gpu_device_memory; "
         "use toType(MEM_HOST) or PyCA.Common.AsNPCopy()");
-  npy_intp dims[3] = {s.x, s.y, s.z};
+  PyCA::GridInfo g(s);
+  if (g.nVox() > pool.capacity())
+    throw PyCA::PyCAException(__FILE__, __LINE__, "grid too large for current image");
+  npy_intp dims[3] = {s.x > 0 ? s.x : 0, s.y > 0 ? s.y : 0, s.z > 0 ? s.z : 0};
   npy_intp strides[3] = {npy_intp(sizeof(float)), npy_intp(sizeof(float)) * s.x,
                          npy_intp(sizeof(float)) * s.x * s.y};
   if (!data) return PyArray_ZEROS(3, dims, NPY_FLOAT32, 1);
@@ -241,10 +247,10 @@ static PyObject* pyca_view(const PyCA::MemPool<float>& pool, const float* data, 
 }
 %}
 
-%include "MemAlloc.h"
 %ignore PyCA::AllocateMemory;
 %ignore PyCA::FreeMemory;
 %ignore PyCA::CopyMemory;
+%include "MemAlloc.h"
 %include "Image3D.h"
 %include "Field3D.h"
 
@@ -328,6 +334,8 @@ def _host_array(obj):
 
 def _fill_from_array(obj, l):
     import numpy as np
+    if l is None or isinstance(l, (str, bytes)) or not hasattr(l, '__len__'):
+        raise TypeError("fromlist expects nested lists, got %s" % type(l).__name__)
     a = np.asarray(l, dtype=np.float32)
     want = 4 if isinstance(obj, Field3D) else 3
     if a.ndim != want or (want == 4 and a.shape[3] != 3):

@@ -2,6 +2,7 @@
 #ifndef __PYCA_MEMORY_MANAGER_H__
 #define __PYCA_MEMORY_MANAGER_H__
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -39,7 +40,7 @@ class MemoryManager {
   /// Allocates nPools pools of grid.nVox() floats in memory memType.
   MemoryManager(const GridInfo& grid, MemoryType memType, unsigned int nPools);
   /// Prints "Maximum temporary Pools N" to stderr (legacy), N = highest pool
-  /// index ever handed out + 1.
+  /// index ever handed out + 1, unless ThreadMemoryManager::destroy() already did.
   ~MemoryManager();
   MemoryManager(const MemoryManager&) = delete;
   MemoryManager& operator=(const MemoryManager&) = delete;
@@ -71,7 +72,12 @@ class MemoryManager {
   std::string usageReport() const;
 
  private:
+  friend class ThreadMemoryManager;
+  /// Prints the "Maximum temporary Pools" line the first time only.
+  void reportOnce();
+
   std::shared_ptr<detail::PoolTable> mTable;
+  std::atomic<bool> mReported{false};
 };
 
 /// One MemoryManager per OS thread (legacy ThreadMemoryManager).
@@ -86,7 +92,9 @@ class ThreadMemoryManager {
   static std::shared_ptr<MemoryManager> instancePtr();
   /// As instance(), but shares ownership (what Python's instance() returns).
   static std::shared_ptr<MemoryManager> instanceShared();
-  /// Releases this thread's manager (no-op if none).
+  /// Releases this thread's manager (no-op if none) and prints its
+  /// "Maximum temporary Pools N" line now, even if Python still holds a
+  /// reference from instance() (which stays safe to use).
   static void destroy();
 };
 

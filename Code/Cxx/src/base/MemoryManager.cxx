@@ -65,7 +65,10 @@ MemoryManager::MemoryManager(const GridInfo& grid, MemoryType memType, unsigned 
   for (unsigned int i = 0; i < nPools; ++i) mTable->addPool();
 }
 
-MemoryManager::~MemoryManager() {
+MemoryManager::~MemoryManager() { reportOnce(); }
+
+void MemoryManager::reportOnce() {
+  if (mReported.exchange(true)) return;
   std::cerr << "Maximum temporary Pools " << maxUsed() << std::endl;
 }
 
@@ -191,6 +194,9 @@ std::shared_ptr<MemoryManager> ThreadMemoryManager::instanceShared() {
   return tThreadManager;
 }
 
-void ThreadMemoryManager::destroy() { tThreadManager.reset(); }
+void ThreadMemoryManager::destroy() {
+  if (tThreadManager) tThreadManager->reportOnce();
+  tThreadManager.reset();
+}
 
 }  // namespace PyCA

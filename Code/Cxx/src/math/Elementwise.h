@@ -10,6 +10,10 @@
 #include <cstddef>
 #include <utility>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "conditionMacro.h"
 #include "estream.h"
 #include "mem.h"
@@ -37,20 +41,43 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void ewVoxel(const Op& op, const EwArgs<N>& a, 
 /// Below this many voxels the CPU loop stays on one thread.
 constexpr size_t kOmpMinVoxels = 32768;
 
+/// CPU inner loop over [lo, hi). The pointers arrive as separate arguments so
+/// the compiler keeps them in registers and vectorises; `omp simd` is valid
+/// for in-place calls too (each index is read before it is written).
+template <class Op, class... P>
+inline void cpuRange(const Op op, float* out, const float* mask, size_t lo, size_t hi, P... in) {
+  if (mask) {
+    for (size_t i = lo; i < hi; ++i)
+      if (mask[i] != 0.f) out[i] = op(in[i]...);
+  } else {
+#pragma omp simd
+    for (size_t i = lo; i < hi; ++i) out[i] = op(in[i]...);
+  }
+}
+
+template <class Op, int N, size_t... I>
+void cpuLaunchImpl(const Op& op, const EwArgs<N>& a, std::index_sequence<I...>) {
+  const size_t n = a.n;
+  if (n < kOmpMinVoxels) {
+    cpuRange(op, a.out, a.mask, 0, n, a.in[I]...);
+    return;
+  }
+#pragma omp parallel
+  {
+    size_t lo = 0, hi = n;
+#ifdef _OPENMP
+    const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
+    // Block boundaries on multiples of 16 floats (64-byte cache lines).
+    lo = (n * t / nt) & ~size_t(15);
+    hi = t + 1 == nt ? n : (n * (t + 1) / nt) & ~size_t(15);
+#endif
+    cpuRange(op, a.out, a.mask, lo, hi, a.in[I]...);
+  }
+}
+
 template <class Op, int N>
 void cpuLaunch(const Op& op, const EwArgs<N>& a) {
-  const long n = static_cast<long>(a.n);
-  const bool par = a.n >= kOmpMinVoxels;
-  constexpr auto seq = std::make_index_sequence<N>();
-  if (a.mask) {
-    const float* mask = a.mask;
-#pragma omp parallel for schedule(static) if (par)
-    for (long i = 0; i < n; ++i)
-      if (mask[i] != 0.f) ewVoxel(op, a, size_t(i), seq);
-  } else {
-#pragma omp parallel for simd schedule(static) if (par)
-    for (long i = 0; i < n; ++i) ewVoxel(op, a, size_t(i), seq);
-  }
+  cpuLaunchImpl(op, a, std::make_index_sequence<N>());
 }
 
 /// Defined in cuda/ElementwiseCUDA.cu for every line of ElementwiseOps.def.
@@ -58,6 +85,20 @@ template <class Op, int N>
 void gpuLaunch(const Op& op, const EwArgs<N>& a, StreamT st);
 
 [[noreturn]] void throwGpuNotCompiled(const char* file, int line);
+
+/// The data of an operator argument, after checking that its grid fits its
+/// buffer (a grid mutated through a live reference, e.g. im.size().x = 1000,
+/// must not make a kernel run past the allocation).
+template <class T>
+auto dataOf(T& obj) -> decltype(obj.get()) {
+  PRECONDITION(obj.nVox() <= obj.capacity(), "grid too large for current image");
+  return obj.get();
+}
+template <class T>
+auto dataOf(T& field, int d) -> decltype(field.getComponent(d)) {
+  PRECONDITION(field.nVox() <= field.capacity(), "Grid is larger than pre-allocated memory");
+  return field.getComponent(d);
+}
 
 /// Runs op over the arrays on the back end of memory type mt.
 template <class Op, int N>

@@ -10,6 +10,7 @@ namespace PyCA {
 namespace Opers {
 
 using detail::EwArgs;
+using detail::dataOf;
 using detail::launch;
 
 namespace {
@@ -19,27 +20,27 @@ template <class OpFor, class... In>
 void forComponents(Field3D& o, const float* mask, StreamT st, OpFor opFor, In... in) {
   constexpr int N = sizeof...(In);
   for (int d = 0; d < 3; ++d)
-    launch(o.memType(), opFor(d), EwArgs<N>{o.getComponent(d), {in(d)...}, mask, o.nVox()}, st);
+    launch(o.memType(), opFor(d), EwArgs<N>{dataOf(o, d), {in(d)...}, mask, o.nVox()}, st);
 }
 
 template <class Op>
 auto same(const Op& op) { return [op](int) { return op; }; }
 
-auto comp(const Field3D& f) { return [&f](int d) { return f.getComponent(d); }; }
-auto comp(const Image3D& im) { return [&im](int) { return im.get(); }; }
+auto comp(const Field3D& f) { return [&f](int d) { return dataOf(f, d); }; }
+auto comp(const Image3D& im) { return [&im](int) { return dataOf(im); }; }
 }  // namespace
 
 void Copy(Field3D& a_o, const Field3D& a_i, StreamT st) {
   MK_CHECK2_SIZE(a_o, a_i);
   const size_t bytes = a_o.nVox() * sizeof(float);
   for (int d = 0; d < 3; ++d)
-    CopyMemory(a_o.getComponent(d), a_o.memType(), a_i.getComponent(d), a_i.memType(), bytes, st);
+    CopyMemory(dataOf(a_o, d), a_o.memType(), dataOf(a_i, d), a_i.memType(), bytes, st);
 }
 
 void Copy(Field3D& a_o, const Image3D& a_i, int dim, StreamT st) {
   MK_CHECK2_ALL(a_o, a_i);
   PRECONDITION(dim >= 0 && dim <= 2, "unknown DimT");
-  CopyMemory(a_o.getComponent(dim), a_o.memType(), a_i.get(), a_i.memType(),
+  CopyMemory(dataOf(a_o, dim), a_o.memType(), dataOf(a_i), a_i.memType(),
              a_o.nVox() * sizeof(float), st);
 }
 
@@ -57,7 +58,7 @@ void SetMem(Field3D& a_o, const Vec3Df& v, StreamT st, bool) {
 
 void SetMem(Field3D& a_o, const Vec3Df& v, const Image3D& mask, StreamT st, bool) {
   MK_CHECK2_ALL(a_o, mask);
-  forComponents(a_o, mask.get(), st, [v](int d) { return kern::SetC{v[d]}; });
+  forComponents(a_o, dataOf(mask), st, [v](int d) { return kern::SetC{v[d]}; });
 }
 
 void MulC(Field3D& a_o, const Field3D& a_i, const float& c, StreamT st, bool onDev) {

@@ -13,13 +13,13 @@ using detail::SumComb;
 namespace {
 template <class Map>
 double sumImage(const Image3D& a, const Map& m, StreamT st) {
-  return detail::reduce(a.memType(), m, SumComb{}, RedArgs<1>{{a.get()}, a.nVox()}, st);
+  return detail::reduce(a.memType(), m, SumComb{}, RedArgs<1>{{detail::dataOf(a)}, a.nVox()}, st);
 }
 template <class Map>
 Vec3Dd sumComponents(const Field3D& a, const Map& m, StreamT st) {
   Vec3Dd r;
   for (int d = 0; d < 3; ++d)
-    r[d] = detail::reduce(a.memType(), m, SumComb{}, RedArgs<1>{{a.getComponent(d)}, a.nVox()}, st);
+    r[d] = detail::reduce(a.memType(), m, SumComb{}, RedArgs<1>{{detail::dataOf(a, d)}, a.nVox()}, st);
   return r;
 }
 }  // namespace

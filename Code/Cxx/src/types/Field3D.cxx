@@ -114,12 +114,14 @@ void Field3D::swap(Field3D& other) {
 
 size_t Field3D::checkedIndex(size_t i) const {
   PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (field is in gpu_device_memory)");
+  PRECONDITION(nVox() <= capacity(), "Grid is larger than pre-allocated memory");
   if (i >= nVox()) throw std::out_of_range("Field3D index " + std::to_string(i) + " out of range (nVox " + std::to_string(nVox()) + ")");
   return i;
 }
 
 size_t Field3D::checkedIndex(int xi, int yi, int zi) const {
   PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (field is in gpu_device_memory)");
+  PRECONDITION(nVox() <= capacity(), "Grid is larger than pre-allocated memory");
   const Vec3Di& s = mGrid.size();
   if (xi < 0 || yi < 0 || zi < 0 || xi >= s.x || yi >= s.y || zi >= s.z) {
     std::ostringstream os;

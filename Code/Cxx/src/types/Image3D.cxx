@@ -71,12 +71,14 @@ void Image3D::swap(Image3D& other) {
 
 size_t Image3D::checkedIndex(size_t i) const {
   PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (image is in gpu_device_memory)");
+  PRECONDITION(nVox() <= capacity(), "grid too large for current image");
   if (i >= nVox()) throw std::out_of_range("Image3D index " + std::to_string(i) + " out of range (nVox " + std::to_string(nVox()) + ")");
   return i;
 }
 
 size_t Image3D::checkedIndex(int x, int y, int z) const {
   PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (image is in gpu_device_memory)");
+  PRECONDITION(nVox() <= capacity(), "grid too large for current image");
   const Vec3Di& s = mGrid.size();
   if (x < 0 || y < 0 || z < 0 || x >= s.x || y >= s.y || z >= s.z) {
     std::ostringstream os;

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""PyCA benchmarks: our median time beside a peer's, measured in the same run.
+
+Each row names the operation and size, our median, the peer's median (what a
+user would pick instead: NumPy, or plain allocation for the pool rows) and
+the ratio peer/ours (> 1 means we are faster). Results also go to a JSON file.
+Timings are medians over repetitions; nothing here asserts a time.
+
+    ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
+"""
+import argparse
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import PyCA.Core as ca
+
+
+def median_time(fn, reps, warmup=2):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        gc.disable()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        gc.enable()
+    times.sort()
+    return times[len(times) // 2], times[0]
+
+
+class Rows:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, name, size, ours, peer, peer_name, note=''):
+        row = dict(name=name, size=size, ours_median_s=ours[0], ours_min_s=ours[1],
+                   peer=peer_name, peer_median_s=peer[0], peer_min_s=peer[1],
+                   ratio_peer_over_ours=peer[0] / ours[0] if ours[0] > 0 else float('nan'),
+                   note=note)
+        self.rows.append(row)
+        print('%-46s %-7s %10.3f ms  %-28s %10.3f ms  %6.2fx' % (
+            name, size, ours[0] * 1e3, peer_name, peer[0] * 1e3, row['ratio_peer_over_ours']),
+            flush=True)
+
+
+def bench_python(rows, n, reps, only):
+    size = '%d^3' % n
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n))
+    rng = np.random.default_rng(0)
+    nbytes = n ** 3 * 4
+
+    def want(name):
+        return only is None or only.lower() in name.lower()
+
+    # --- allocation: Image3D vs ManagedImage3D from a warm pool (Python) ---
+    if want('alloc'):
+        def create_plain():
+            im = ca.Image3D(grid, ca.MEM_HOST)
+            ca.SetMem(im, 1.0)  # first write of every voxel
+            del im
+
+        ca.ThreadMemoryManager.init(grid, ca.MEM_HOST, 2)
+        try:
+            def create_managed():
+                im = ca.ManagedImage3D(grid, ca.MEM_HOST)
+                ca.SetMem(im, 1.0)
+                del im
+
+            def create_numpy():
+                a = np.empty((n, n, n), dtype=np.float32, order='F')
+                a.fill(1.0)
+                del a
+
+            rows.add('Python: ManagedImage3D create+write+free', size,
+                     median_time(create_managed, reps), median_time(create_plain, reps),
+                     'Image3D (unmanaged)', 'warm pool; first write = SetMem')
+            rows.add('Python: Image3D create+write+free', size,
+                     median_time(create_plain, reps), median_time(create_numpy, reps),
+                     'numpy.empty + fill')
+        finally:
+            ca.ThreadMemoryManager.destroy()
+
+    a_np = rng.standard_normal((n, n, n), dtype=np.float32)
+    b_np = rng.standard_normal((n, n, n), dtype=np.float32)
+    a = ca.Image3D(grid, ca.MEM_HOST)
+    b = ca.Image3D(grid, ca.MEM_HOST)
+    o = ca.Image3D(grid, ca.MEM_HOST)
+    a.asnp()[...] = a_np
+    b.asnp()[...] = b_np
+    o_np = np.empty_like(a_np)
+
+    if want('copy'):
+        rows.add('Copy(out, a) [%.0f MB]' % (nbytes / 1e6), size,
+                 median_time(lambda: ca.Copy(o, a), reps),
+                 median_time(lambda: np.copyto(o_np, a_np), reps), 'numpy.copyto')
+    if want('add'):
+        rows.add('Add(out, a, b)', size, median_time(lambda: ca.Add(o, a, b), reps),
+                 median_time(lambda: np.add(a_np, b_np, out=o_np), reps), 'numpy.add(a, b, out=o)')
+    if want('mulc'):
+        rows.add('MulC_I(a, 1.0)', size, median_time(lambda: ca.MulC_I(a, 1.0), reps),
+                 median_time(lambda: np.multiply(a_np, 1.0, out=a_np), reps), 'numpy.multiply(a, c, out=a)')
+    if want('sum'):
+        rows.add('Sum(a) [double accumulation]', size, median_time(lambda: ca.Sum(a), reps),
+                 median_time(lambda: np.sum(a_np), reps), 'numpy.sum(a) [float32]')
+        rows.add('Sum2(a) [double accumulation]', size, median_time(lambda: ca.Sum2(a), reps),
+                 median_time(lambda: np.vdot(a_np, a_np), reps), 'numpy.vdot(a, a) [float32]')
+
+
+def bench_cxx(rows, build_dir, reps, only):
+    if only is not None and 'alloc' not in only.lower() and 'c++' not in only.lower():
+        return
+    exe = os.path.join(build_dir, 'bin', 'pyca_bench_alloc')
+    if not os.path.exists(exe):
+        print('(C++ allocation benchmark not built: %s)' % exe)
+        return
+    out = subprocess.run([exe, str(reps)], capture_output=True, text=True, check=True).stdout
+    res = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith('{'):
+            r = json.loads(line)
+            res[r['name']] = r
+    names = sorted(res)
+    managed = [k for k in names if 'anaged' in k]
+    plain = [k for k in names if 'anaged' not in k]
+    if managed and plain:
+        m, p = res[managed[0]], res[plain[0]]
+        rows.add('C++: ManagedImage3D create+write+free', m.get('size', '256^3'),
+                 (m['median_s'], m['min_s']), (p['median_s'], p['min_s']), 'Image3D (unmanaged)',
+                 'warm pool')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--build-dir', default='build')
+    ap.add_argument('--reps', type=int, default=15)
+    ap.add_argument('--size', type=int, default=256)
+    ap.add_argument('--json', default='bench-results.json')
+    ap.add_argument('--only', default=None, help='run rows whose name contains this text')
+    args = ap.parse_args()
+
+    print('PyCA benchmarks on %s, %d threads (OMP_NUM_THREADS=%s), numpy %s' % (
+        platform.processor() or platform.machine(), os.cpu_count(),
+        os.environ.get('OMP_NUM_THREADS', 'default'), np.__version__))
+    print('%-46s %-7s %13s  %-28s %13s  %7s' % ('operation', 'size', 'ours (median)', 'peer',
+                                                 'peer (median)', 'peer/ours'))
+    rows = Rows()
+    bench_cxx(rows, args.build_dir, args.reps, args.only)
+    bench_python(rows, args.size, args.reps, args.only)
+    with open(args.json, 'w') as f:
+        json.dump(dict(machine=platform.platform(), cpus=os.cpu_count(), numpy=np.__version__,
+                       cuda_devices=ca.GetNumberOfCUDADevices(), rows=rows.rows), f, indent=2)
+    print('results written to %s' % args.json)
+
+
+if __name__ == '__main__':
+    main()
