@@ -4,6 +4,13 @@
 // views, __str__/tolist helpers). Python conveniences live in Code/Python/PyCA.
 %module(package="PyCA") Core
 
+// NumPy scalars (np.float32, np.int64, ...) are not Python floats/ints; cast
+// mode lets number arguments take anything with __float__/__index__, so
+// e.g. MulC_I(im, arr.max()) works under NumPy 2's scalar promotion rules.
+%begin %{
+#define SWIG_PYTHON_CAST_MODE
+%}
+
 %{
 #define SWIG_FILE_WITH_INIT
 #include "PyCA.h"

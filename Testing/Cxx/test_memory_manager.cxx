@@ -9,8 +9,6 @@
 #define BOOST_TEST_MODULE PyCA memory manager
 #include <boost/test/unit_test.hpp>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -22,6 +20,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define PYCA_TEST_HAVE_MALLINFO2 1
+#endif
 
 #include "CudaUtils.h"
 #include "Field3D.h"
@@ -82,10 +85,15 @@ struct NoThreadManager {
   CerrCapture quiet;
 };
 
-/// Bytes of heap in use (glibc); 0 when an interposed allocator (ASan) hides it.
+/// Bytes of heap in use (glibc >= 2.33); 0 elsewhere or when an interposed
+/// allocator (ASan) hides it.
 size_t heapInUse() {
+#ifdef PYCA_TEST_HAVE_MALLINFO2
   struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
+#else
+  return 0;
+#endif
 }
 
 void fill(Image3D& im, float v) { std::fill(im.get(), im.get() + im.nVox(), v); }

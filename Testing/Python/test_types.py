@@ -85,6 +85,15 @@ def test_vec_constructors_and_members(T):
 
 
 @pytest.mark.parametrize("T", VEC_TYPES)
+def test_vec_copy_constructor(T):
+    a = T(1, 2, 3)
+    b = T(a)
+    assert b == a
+    b.x = 5
+    assert a.x == 1
+
+
+@pytest.mark.parametrize("T", VEC_TYPES)
 def test_vec_str(T):
     assert str(T(1, 2, 3)) == "Vec3D(1,2,3)"
 

@@ -51,11 +51,14 @@ double cpuReduce(const Map& m, const Comb& comb, const RedArgs<N>& a) {
   std::vector<double> partial(size_t(nt), Comb::identity());
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    int t = 0;
+    // The team may be smaller than nt (inside another parallel region,
+    // OMP_DYNAMIC, OMP_THREAD_LIMIT): split by the team actually running.
+    int t = 0, team = 1;
 #ifdef _OPENMP
     t = omp_get_thread_num();
+    team = omp_get_num_threads();
 #endif
-    const size_t lo = n * size_t(t) / size_t(nt), hi = n * size_t(t + 1) / size_t(nt);
+    const size_t lo = n * size_t(t) / size_t(team), hi = n * size_t(t + 1) / size_t(team);
     // Eight independent accumulators: no loop-carried dependency, so the
     // compiler can vectorise and the adds pipeline.
     double acc[8];
