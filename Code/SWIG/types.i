@@ -255,6 +255,13 @@ static PyObject* pyca_view(const PyCA::MemPool<float>& pool, const float* data, 
 %include "Field3D.h"
 
 
+// These build NumPy objects, so they keep the GIL (the module is generated
+// with -threads: every other call releases it while C++ runs).
+%nothreadallow PyCA::Image3D::asnp;
+%nothreadallow PyCA::Field3D::x_asnp;
+%nothreadallow PyCA::Field3D::y_asnp;
+%nothreadallow PyCA::Field3D::z_asnp;
+
 %newobject PyCA::Image3D::copy;
 %newobject PyCA::Field3D::copy;
 

@@ -88,6 +88,9 @@ class Field3D {
 
  protected:
   void syncPointers();
+  /// Applies f to copies of the three pools and commits them only if all succeed.
+  template <class F>
+  void update(F f);
   size_t checkedIndex(size_t i) const;
   size_t checkedIndex(int x, int y, int z) const;
 

@@ -47,6 +47,9 @@ void SetCUDADevice(unsigned int deviceNum) {
 
 void CheckCUDAError(const char* file, int line, const char* msg) {
 #ifdef CUDA_ENABLED
+  // Without a device nothing can have failed on one (and the runtime's
+  // "no CUDA-capable device" is not the caller's error).
+  if (GetNumberOfCUDADevices() == 0) return;
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     std::string text = std::string("CUDA error: ") + cudaGetErrorString(e);

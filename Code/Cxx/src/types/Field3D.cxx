@@ -46,6 +46,20 @@ void Field3D::syncPointers() {
   z = mZ.get();
 }
 
+template <class F>
+void Field3D::update(F f) {
+  // All or nothing: work on copies (they share the buffers), commit only if
+  // all three components succeed, so a failed allocation leaves the field as it was.
+  MemPool<float> x = mX, y = mY, z = mZ;
+  f(x);
+  f(y);
+  f(z);
+  mX = x;
+  mY = y;
+  mZ = z;
+  syncPointers();
+}
+
 void Field3D::setGrid(const GridInfo& grid) {
   // Fixed: the legacy set the grid before checking.
   CheckGridSize(grid);
@@ -62,10 +76,7 @@ void Field3D::resize(const GridInfo& grid, bool preserveData, StreamT st) {
   CheckGridSize(grid);
   if (grid.nVox() != nVox() || !mX.get()) {
     size_t n = grid.nVox();
-    mX.resize(n, preserveData, st);
-    mY.resize(n, preserveData, st);
-    mZ.resize(n, preserveData, st);
-    syncPointers();
+    update([&](MemPool<float>& p) { p.resize(n, preserveData, st); });
   }
   mGrid = grid;
 }
@@ -77,29 +88,19 @@ void Field3D::setCap(const Vec3Di& size, bool preserveData, StreamT st) {
 
 void Field3D::setCap(size_t n, bool preserveData, StreamT st) {
   // Fixed: the legacy never updated the stored capacity.
-  if (n != capacity()) {
-    mX.resize(n, preserveData, st);
-    mY.resize(n, preserveData, st);
-    mZ.resize(n, preserveData, st);
-    syncPointers();
-  }
+  if (n != capacity()) update([&](MemPool<float>& p) { p.resize(n, preserveData, st); });
   if (nVox() > capacity()) mGrid.setSize(Vec3Di(0, 0, 0));
 }
 
 void Field3D::toType(MemoryType memType, StreamT st) {
-  mX.toType(memType, st);
-  mY.toType(memType, st);
-  mZ.toType(memType, st);
-  syncPointers();
+  update([&](MemPool<float>& p) { p.toType(memType, st); });
 }
 
 void Field3D::clone(const Field3D& other, StreamT st) {
   if (this == &other) return;
-  mX.clone(other.mX, st);
-  mY.clone(other.mY, st);
-  mZ.clone(other.mZ, st);
+  int d = 0;
+  update([&](MemPool<float>& p) { p.clone(other.getMemPool(d++), st); });
   mGrid = other.mGrid;
-  syncPointers();
 }
 
 void Field3D::swap(Field3D& other) {
