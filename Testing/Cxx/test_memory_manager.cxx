@@ -480,7 +480,9 @@ BOOST_AUTO_TEST_CASE(second_init_does_not_leak) {
   im.reset();  // last user of manager #1's pools: they are freed now
   if (heapVisible) {
     const size_t now = heapInUse();
-    BOOST_TEST(now < base + 5 * poolBytes);
+    // Manager #2's 4 pools stay (each up to 2 MiB more, from the huge-page
+    // alignment of large host buffers); a leak of #1's would add 4 more.
+    BOOST_TEST(now < base + 8 * poolBytes);
     BOOST_TEST(now >= base + 4 * poolBytes);
   }
   ThreadMemoryManager::destroy();
