@@ -7,6 +7,8 @@
 #define BOOST_TEST_MODULE PyCA containers
 #include <boost/test/unit_test.hpp>
 
+#include "pyca_test_utils.h"
+
 #include <cstddef>
 #include <sstream>
 #include <stdexcept>
@@ -42,18 +44,6 @@ struct NoCuda {
     return r;
   }
 };
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// Checks that stmt throws a PyCAException whose what() contains msg.
-#define CHECK_PYCA_THROW(stmt, ExcT, msg)                                        \
-  BOOST_CHECK_EXCEPTION(stmt, ExcT, [&](const ExcT& e) {                          \
-    bool ok = contains(e.what(), msg);                                            \
-    if (!ok) BOOST_TEST_MESSAGE("unexpected message: " << e.what());              \
-    return ok;                                                                    \
-  })
 
 void fillRamp(Image3D& im, float offset = 0.f) {
   for (size_t i = 0; i < im.nVox(); ++i) im.set(i, float(i) + offset);

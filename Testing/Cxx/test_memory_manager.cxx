@@ -9,6 +9,8 @@
 #define BOOST_TEST_MODULE PyCA memory manager
 #include <boost/test/unit_test.hpp>
 
+#include "pyca_test_utils.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -39,17 +41,6 @@
 using namespace PyCA;
 
 namespace {
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-#define CHECK_PYCA_THROW(stmt, ExcT, msg)                            \
-  BOOST_CHECK_EXCEPTION(stmt, ExcT, [&](const ExcT& e) {              \
-    bool ok = contains(e.what(), msg);                                \
-    if (!ok) BOOST_TEST_MESSAGE("unexpected message: " << e.what()); \
-    return ok;                                                        \
-  })
 
 /// Redirects std::cerr into a string while alive.
 class CerrCapture {

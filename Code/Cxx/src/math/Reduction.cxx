@@ -22,6 +22,8 @@ Vec3Dd sumComponents(const Field3D& a, const Map& m, StreamT st) {
     r[d] = detail::reduce(a.memType(), m, SumComb{}, RedArgs<1>{{detail::dataOf(a, d)}, a.nVox()}, st);
   return r;
 }
+// Legacy out-parameter forms: a_o = r, or a_o += r with update.
+void store(float& a_o, double r, bool update) { a_o = float(update ? a_o + r : r); }
 }  // namespace
 
 double Sum(const Image3D& a_i, bool, StreamT st, bool) { return sumImage(a_i, kern::RedIdentity{}, st); }
@@ -40,20 +42,16 @@ Vec3Df SumComp(const Field3D& a_i, StreamT st) {
 void Sum(Vec3Df& a_o, const Field3D& a_i, StreamT st) { a_o = SumComp(a_i, st); }
 
 void Sum(float& a_o, const Image3D& a_i, bool update, StreamT st, bool) {
-  double s = Sum(a_i, false, st);
-  a_o = float(update ? a_o + s : s);
+  store(a_o, Sum(a_i, false, st), update);
 }
 void Sum(float& a_o, const Field3D& a_i, bool update, StreamT st, bool) {
-  double s = Sum(a_i, false, st);
-  a_o = float(update ? a_o + s : s);
+  store(a_o, Sum(a_i, false, st), update);
 }
 void Sum2(float& a_o, const Image3D& a_i, bool update, StreamT st, bool) {
-  double s = Sum2(a_i, false, st);
-  a_o = float(update ? a_o + s : s);
+  store(a_o, Sum2(a_i, false, st), update);
 }
 void Sum2(float& a_o, const Field3D& a_i, bool update, StreamT st, bool) {
-  double s = Sum2(a_i, false, st);
-  a_o = float(update ? a_o + s : s);
+  store(a_o, Sum2(a_i, false, st), update);
 }
 
 }  // namespace Opers

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "Image3D.h"
+#include "VoxelIndex.h"
 #include "conditionMacro.h"
 
 namespace PyCA {
@@ -114,23 +115,11 @@ void Field3D::swap(Field3D& other) {
 }
 
 size_t Field3D::checkedIndex(size_t i) const {
-  PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (field is in gpu_device_memory)");
-  PRECONDITION(nVox() <= capacity(), "Grid is larger than pre-allocated memory");
-  if (i >= nVox()) throw std::out_of_range("Field3D index " + std::to_string(i) + " out of range (nVox " + std::to_string(nVox()) + ")");
-  return i;
+  return detail::checkedVoxelIndex("Field3D", "Grid is larger than pre-allocated memory", mGrid, capacity(), memType(), i);
 }
 
-size_t Field3D::checkedIndex(int xi, int yi, int zi) const {
-  PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (field is in gpu_device_memory)");
-  PRECONDITION(nVox() <= capacity(), "Grid is larger than pre-allocated memory");
-  const Vec3Di& s = mGrid.size();
-  if (xi < 0 || yi < 0 || zi < 0 || xi >= s.x || yi >= s.y || zi >= s.z) {
-    std::ostringstream os;
-    os << "Field3D voxel (" << xi << ", " << yi << ", " << zi << ") out of range for size (" << s.x
-       << ", " << s.y << ", " << s.z << ")";
-    throw std::out_of_range(os.str());
-  }
-  return size_t(xi) + size_t(s.x) * (size_t(yi) + size_t(s.y) * size_t(zi));
+size_t Field3D::checkedIndex(int x, int y, int z) const {
+  return detail::checkedVoxelIndex("Field3D", "Grid is larger than pre-allocated memory", mGrid, capacity(), memType(), x, y, z);
 }
 
 Vec3Df Field3D::get(size_t i) const {

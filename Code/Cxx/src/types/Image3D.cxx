@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "VoxelIndex.h"
 #include "conditionMacro.h"
 
 namespace PyCA {
@@ -70,23 +71,11 @@ void Image3D::swap(Image3D& other) {
 }
 
 size_t Image3D::checkedIndex(size_t i) const {
-  PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (image is in gpu_device_memory)");
-  PRECONDITION(nVox() <= capacity(), "grid too large for current image");
-  if (i >= nVox()) throw std::out_of_range("Image3D index " + std::to_string(i) + " out of range (nVox " + std::to_string(nVox()) + ")");
-  return i;
+  return detail::checkedVoxelIndex("Image3D", "grid too large for current image", mGrid, capacity(), memType(), i);
 }
 
 size_t Image3D::checkedIndex(int x, int y, int z) const {
-  PRECONDITION(memType() != MEM_DEVICE, "Voxel access needs host memory (image is in gpu_device_memory)");
-  PRECONDITION(nVox() <= capacity(), "grid too large for current image");
-  const Vec3Di& s = mGrid.size();
-  if (x < 0 || y < 0 || z < 0 || x >= s.x || y >= s.y || z >= s.z) {
-    std::ostringstream os;
-    os << "Image3D voxel (" << x << ", " << y << ", " << z << ") out of range for size (" << s.x
-       << ", " << s.y << ", " << s.z << ")";
-    throw std::out_of_range(os.str());
-  }
-  return index(x, y, z);
+  return detail::checkedVoxelIndex("Image3D", "grid too large for current image", mGrid, capacity(), memType(), x, y, z);
 }
 
 float Image3D::get(size_t i) const { return mData.get()[checkedIndex(i)]; }
