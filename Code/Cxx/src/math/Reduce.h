@@ -40,10 +40,25 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE double redVoxel(const Map& m, const RedArgs<N>&
   return m(a.in[I][i]...);
 }
 
-template <class Map, class Comb, int N>
-double cpuReduce(const Map& m, const Comb& comb, const RedArgs<N>& a) {
+/// CPU reduction of [lo, hi). The pointers arrive as separate arguments (kept
+/// in registers); eight independent accumulators remove the loop-carried
+/// dependency so the compiler vectorises and the adds pipeline.
+template <class Map, class Comb, class... P>
+double cpuReduceRange(const Map m, const Comb comb, size_t lo, size_t hi, P... in) {
+  double acc[8];
+  for (double& v : acc) v = Comb::identity();
+  size_t i = lo;
+  for (; i + 8 <= hi; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] = comb(acc[k], m(in[i + size_t(k)]...));
+  for (; i < hi; ++i) acc[0] = comb(acc[0], m(in[i]...));
+  double r = acc[0];
+  for (int k = 1; k < 8; ++k) r = comb(r, acc[k]);
+  return r;
+}
+
+template <class Map, class Comb, int N, size_t... I>
+double cpuReduceImpl(const Map& m, const Comb& comb, const RedArgs<N>& a, std::index_sequence<I...>) {
   const size_t n = a.n;
-  constexpr auto seq = std::make_index_sequence<N>();
   int nt = 1;
 #ifdef _OPENMP
   if (n >= kOmpMinVoxels) nt = omp_get_max_threads();
@@ -59,21 +74,17 @@ double cpuReduce(const Map& m, const Comb& comb, const RedArgs<N>& a) {
     team = omp_get_num_threads();
 #endif
     const size_t lo = n * size_t(t) / size_t(team), hi = n * size_t(t + 1) / size_t(team);
-    // Eight independent accumulators: no loop-carried dependency, so the
-    // compiler can vectorise and the adds pipeline.
-    double acc[8];
-    for (double& v : acc) v = Comb::identity();
-    size_t i = lo;
-    for (; i + 8 <= hi; i += 8)
-      for (int k = 0; k < 8; ++k) acc[k] = comb(acc[k], redVoxel(m, a, i + size_t(k), seq));
-    for (; i < hi; ++i) acc[0] = comb(acc[0], redVoxel(m, a, i, seq));
-    double r = acc[0];
-    for (int k = 1; k < 8; ++k) r = comb(r, acc[k]);
-    partial[size_t(t)] = r;
+    partial[size_t(t)] = cpuReduceRange(m, comb, lo, hi, a.in[I]...);
   }
+  // Combined in thread order: the result does not change from run to run.
   double r = Comb::identity();
   for (double p : partial) r = comb(r, p);
   return r;
+}
+
+template <class Map, class Comb, int N>
+double cpuReduce(const Map& m, const Comb& comb, const RedArgs<N>& a) {
+  return cpuReduceImpl(m, comb, a, std::make_index_sequence<N>());
 }
 
 /// Defined in cuda/ReduceCUDA.cu for every line of ReductionOps.def.
