@@ -47,11 +47,9 @@ struct RedIdentity {
   PYCA_HOSTDEVICE double operator()(float a) const { return double(a); }
 };
 
-/// term = a^2. The square is taken in float (relative error 6e-8 per term);
-/// the terms are all positive, so the double sum keeps that relative accuracy,
-/// and the float multiply halves the double-precision work.
+/// term = a^2 (exact in double)
 struct RedSquare {
-  PYCA_HOSTDEVICE double operator()(float a) const { return double(a * a); }
+  PYCA_HOSTDEVICE double operator()(float a) const { return double(a) * double(a); }
 };
 
 }  // namespace kern
