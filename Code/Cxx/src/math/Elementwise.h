@@ -41,6 +41,25 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void ewVoxel(const Op& op, const EwArgs<N>& a, 
 /// Below this many voxels the CPU loop stays on one thread.
 constexpr size_t kOmpMinVoxels = 32768;
 
+/// The calling OpenMP thread's share [lo, hi) of n items: one contiguous
+/// block per thread of the team actually running (which may be smaller than
+/// requested: nested regions, OMP_DYNAMIC, OMP_THREAD_LIMIT). Inner
+/// boundaries are multiples of align.
+struct ThreadBlock {
+  size_t lo, hi;
+  int thread;
+};
+inline ThreadBlock threadBlock(size_t n, size_t align = 1) {
+  size_t t = 0, nt = 1;
+#ifdef _OPENMP
+  t = size_t(omp_get_thread_num());
+  nt = size_t(omp_get_num_threads());
+#endif
+  const size_t lo = t == 0 ? 0 : n * t / nt / align * align;
+  const size_t hi = t + 1 == nt ? n : n * (t + 1) / nt / align * align;
+  return ThreadBlock{lo, hi, int(t)};
+}
+
 /// CPU inner loop over [lo, hi). The pointers arrive as separate arguments so
 /// the compiler keeps them in registers and vectorises; `omp simd` is valid
 /// for in-place calls too (each index is read before it is written).
@@ -64,14 +83,9 @@ void cpuLaunchImpl(const Op& op, const EwArgs<N>& a, std::index_sequence<I...>) 
   }
 #pragma omp parallel
   {
-    size_t lo = 0, hi = n;
-#ifdef _OPENMP
-    const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
     // Block boundaries on multiples of 16 floats (64-byte cache lines).
-    lo = (n * t / nt) & ~size_t(15);
-    hi = t + 1 == nt ? n : (n * (t + 1) / nt) & ~size_t(15);
-#endif
-    cpuRange(op, a.out, a.mask, lo, hi, a.in[I]...);
+    const ThreadBlock b = threadBlock(n, 16);
+    cpuRange(op, a.out, a.mask, b.lo, b.hi, a.in[I]...);
   }
 }
 

@@ -66,15 +66,8 @@ double cpuReduceImpl(const Map& m, const Comb& comb, const RedArgs<N>& a, std::i
   std::vector<double> partial(size_t(nt), Comb::identity());
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    // The team may be smaller than nt (inside another parallel region,
-    // OMP_DYNAMIC, OMP_THREAD_LIMIT): split by the team actually running.
-    int t = 0, team = 1;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-    team = omp_get_num_threads();
-#endif
-    const size_t lo = n * size_t(t) / size_t(team), hi = n * size_t(t + 1) / size_t(team);
-    partial[size_t(t)] = cpuReduceRange(m, comb, lo, hi, a.in[I]...);
+    const ThreadBlock b = threadBlock(n);
+    partial[size_t(b.thread)] = cpuReduceRange(m, comb, b.lo, b.hi, a.in[I]...);
   }
   // Combined in thread order: the result does not change from run to run.
   double r = Comb::identity();

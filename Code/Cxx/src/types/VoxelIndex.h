@@ -14,12 +14,16 @@
 namespace PyCA {
 namespace detail {
 
+inline void checkHostAccess(const char* what, MemoryType mt) {
+  PRECONDITION(mt != MEM_DEVICE, std::string("Voxel access needs host memory (") + what +
+                                     " is in gpu_device_memory)");
+}
+
 /// Host-side voxel access checks: host-accessible memory, a grid that fits
 /// the buffer (tooLarge is the container's legacy message), i inside the grid.
 inline size_t checkedVoxelIndex(const char* what, const char* tooLarge, const GridInfo& g,
                                 size_t capacity, MemoryType mt, size_t i) {
-  PRECONDITION(mt != MEM_DEVICE, std::string("Voxel access needs host memory (") + what +
-                                     " is in gpu_device_memory)");
+  checkHostAccess(what, mt);
   PRECONDITION(g.nVox() <= capacity, tooLarge);
   if (i >= g.nVox())
     throw std::out_of_range(std::string(what) + " index " + std::to_string(i) +
@@ -31,8 +35,7 @@ inline size_t checkedVoxelIndex(const char* what, const char* tooLarge, const Gr
                                 size_t capacity, MemoryType mt, int x, int y, int z) {
   const Vec3Di& s = g.size();
   if (x < 0 || y < 0 || z < 0 || x >= s.x || y >= s.y || z >= s.z) {
-    PRECONDITION(mt != MEM_DEVICE, std::string("Voxel access needs host memory (") + what +
-                                       " is in gpu_device_memory)");
+    checkHostAccess(what, mt);
     std::ostringstream os;
     os << what << " voxel (" << x << ", " << y << ", " << z << ") out of range for size (" << s.x
        << ", " << s.y << ", " << s.z << ")";
