@@ -98,6 +98,26 @@ void cpuLaunch(const Op& op, const EwArgs<N>& a) {
 template <class Op, int N>
 void gpuLaunch(const Op& op, const EwArgs<N>& a, StreamT st);
 
+/// Index kernels: fn(i) for i in [0, n), for operators that read or write
+/// several arrays per voxel (e.g. field-vector operations). fn carries its
+/// own pointers.
+template <class Fn>
+void cpuForEach(const Fn& fn, size_t n) {
+  if (n < kOmpMinVoxels) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+#pragma omp parallel
+  {
+    const ThreadBlock b = threadBlock(n, 16);
+    for (size_t i = b.lo; i < b.hi; ++i) fn(i);
+  }
+}
+
+/// Defined in cuda/ElementwiseCUDA.cu for every line of IndexOps.def.
+template <class Fn>
+void gpuForEach(const Fn& fn, size_t n, StreamT st);
+
 [[noreturn]] void throwGpuNotCompiled(const char* file, int line);
 
 /// The data of an operator argument, after checking that its grid fits its
@@ -127,6 +147,22 @@ void launch(MemoryType mt, const Op& op, const EwArgs<N>& a, StreamT st) {
   } else {
     (void)st;
     cpuLaunch(op, a);
+  }
+}
+
+/// Runs fn(i), i in [0, n), on the back end of memory type mt.
+template <class Fn>
+void forEach(MemoryType mt, const Fn& fn, size_t n, StreamT st) {
+  if (n == 0) return;
+  if (mt == MEM_DEVICE) {
+#ifdef CUDA_ENABLED
+    gpuForEach(fn, n, st);
+#else
+    throwGpuNotCompiled(__FILE__, __LINE__);
+#endif
+  } else {
+    (void)st;
+    cpuForEach(fn, n);
   }
 }
 

@@ -1,11 +1,11 @@
-// Image operators: argument checks, then one elementwise launch each.
+// Image operators, groups A, B and D: argument checks, then one elementwise
+// launch each (see Apply.h). The per-voxel bodies are in PointwiseKernels.h.
 #include "IOpers.h"
 
-#include "Elementwise.h"
+#include "Apply.h"
 #include "Field3D.h"
 #include "MemAlloc.h"
 #include "PointwiseKernels.h"
-#include "conditionMacro.h"
 
 namespace PyCA {
 namespace detail {
@@ -16,25 +16,11 @@ namespace detail {
 
 namespace Opers {
 
-using detail::EwArgs;
+using detail::apply;
 using detail::dataOf;
-using detail::launch;
+using kern::WithC;
 
-namespace {
-// out = op(inputs...) over the output's voxels, optionally masked.
-template <class Op>
-void run0(Image3D& o, const Op& op, const float* mask, StreamT st) {
-  launch(o.memType(), op, EwArgs<0>{dataOf(o), {nullptr}, mask, o.nVox()}, st);
-}
-template <class Op>
-void run1(Image3D& o, const Op& op, const float* a, const float* mask, StreamT st) {
-  launch(o.memType(), op, EwArgs<1>{dataOf(o), {a}, mask, o.nVox()}, st);
-}
-template <class Op>
-void run2(Image3D& o, const Op& op, const float* a, const float* b, const float* mask, StreamT st) {
-  launch(o.memType(), op, EwArgs<2>{dataOf(o), {a, b}, mask, o.nVox()}, st);
-}
-}  // namespace
+// ---- copies and fills ------------------------------------------------------------
 
 void Copy(Image3D& a_o, const Image3D& a_i, StreamT st) {
   MK_CHECK2_SIZE(a_o, a_i);
@@ -42,8 +28,7 @@ void Copy(Image3D& a_o, const Image3D& a_i, StreamT st) {
 }
 
 void Copy(Image3D& a_o, const Image3D& a_i, const Image3D& a_mask, StreamT st) {
-  MK_CHECK3_ALL(a_o, a_i, a_mask);
-  run1(a_o, kern::Identity{}, dataOf(a_i), dataOf(a_mask), st);
+  apply(a_o, kern::Identity{}, &a_mask, st, a_i);
 }
 
 void Copy(Image3D& a_o, const Field3D& a_i, int dim, StreamT st) {
@@ -53,70 +38,123 @@ void Copy(Image3D& a_o, const Field3D& a_i, int dim, StreamT st) {
              a_o.nVox() * sizeof(float), st);
 }
 
-void SetMem(Image3D& a_o, const float& c, StreamT st, bool) { run0(a_o, kern::SetC{c}, nullptr, st); }
+void SetMem(Image3D& a_o, const float& c, StreamT st, bool) {
+  apply(a_o, kern::SetC{c}, nullptr, st);
+}
 
 void SetMem(Image3D& a_o, const float& c, const Image3D& a_mask, StreamT st, bool) {
-  MK_CHECK2_ALL(a_o, a_mask);
-  run0(a_o, kern::SetC{c}, dataOf(a_mask), st);
+  apply(a_o, kern::SetC{c}, &a_mask, st);
 }
 
-void MulC(Image3D& a_o, const Image3D& a_i, const float& c, StreamT st, bool) {
-  MK_CHECK2_ALL(a_o, a_i);
-  run1(a_o, kern::MulC{c}, dataOf(a_i), nullptr, st);
-}
+// ---- group A ---------------------------------------------------------------------
 
-void MulC(Image3D& a_o, const Image3D& a_i, const float& c, const Image3D& a_mask, StreamT st, bool) {
-  MK_CHECK3_ALL(a_o, a_i, a_mask);
-  run1(a_o, kern::MulC{c}, dataOf(a_i), dataOf(a_mask), st);
-}
+#define PYCA_DEFINE_IMAGE_UNARY(OP)                                                     \
+  void OP(Image3D& a_o, const Image3D& a_i, StreamT st) {                               \
+    apply(a_o, kern::OP{}, nullptr, st, a_i);                                           \
+  }                                                                                     \
+  void OP(Image3D& a_o, const Image3D& a_i, const Image3D& a_mask, StreamT st) {        \
+    apply(a_o, kern::OP{}, &a_mask, st, a_i);                                           \
+  }                                                                                     \
+  void OP##_I(Image3D& a_o, StreamT st) { apply(a_o, kern::OP{}, nullptr, st, a_o); }   \
+  void OP##_I(Image3D& a_o, const Image3D& a_mask, StreamT st) {                        \
+    apply(a_o, kern::OP{}, &a_mask, st, a_o);                                           \
+  }
 
-void MulC_I(Image3D& a_o, const float& c, StreamT st, bool) {
-  run1(a_o, kern::MulC{c}, dataOf(a_o), nullptr, st);
-}
+PYCA_DEFINE_IMAGE_UNARY(Abs)
+PYCA_DEFINE_IMAGE_UNARY(Cube)
+PYCA_DEFINE_IMAGE_UNARY(Exp)
+PYCA_DEFINE_IMAGE_UNARY(Log)
+PYCA_DEFINE_IMAGE_UNARY(Neg)
+PYCA_DEFINE_IMAGE_UNARY(Ramp)
+PYCA_DEFINE_IMAGE_UNARY(Sgn)
+PYCA_DEFINE_IMAGE_UNARY(Step)
+PYCA_DEFINE_IMAGE_UNARY(Sqr)
+PYCA_DEFINE_IMAGE_UNARY(Sqrt)
+PYCA_DEFINE_IMAGE_UNARY(Inv)
+PYCA_DEFINE_IMAGE_UNARY(Ceil)
+PYCA_DEFINE_IMAGE_UNARY(Floor)
+PYCA_DEFINE_IMAGE_UNARY(Round)
+PYCA_DEFINE_IMAGE_UNARY(Sin)
+PYCA_DEFINE_IMAGE_UNARY(Asin)
+PYCA_DEFINE_IMAGE_UNARY(Cos)
+PYCA_DEFINE_IMAGE_UNARY(Acos)
+PYCA_DEFINE_IMAGE_UNARY(Tan)
+PYCA_DEFINE_IMAGE_UNARY(Atan)
+PYCA_DEFINE_IMAGE_UNARY(Csc)
+PYCA_DEFINE_IMAGE_UNARY(Sec)
+PYCA_DEFINE_IMAGE_UNARY(Cot)
+#undef PYCA_DEFINE_IMAGE_UNARY
 
-void MulC_I(Image3D& a_o, const float& c, const Image3D& a_mask, StreamT st, bool) {
-  MK_CHECK2_ALL(a_o, a_mask);
-  run1(a_o, kern::MulC{c}, dataOf(a_o), dataOf(a_mask), st);
-}
+// ---- group B ---------------------------------------------------------------------
 
-void Add(Image3D& a_o, const Image3D& a_i, const Image3D& a_i1, StreamT st) {
-  MK_CHECK3_ALL(a_o, a_i, a_i1);
-  run2(a_o, kern::Add{}, dataOf(a_i), dataOf(a_i1), nullptr, st);
-}
+#define PYCA_DEFINE_IMAGE_BINARY(OP)                                                              \
+  void OP(Image3D& a_o, const Image3D& a_i, const Image3D& a_i1, StreamT st) {                    \
+    apply(a_o, kern::OP{}, nullptr, st, a_i, a_i1);                                               \
+  }                                                                                               \
+  void OP(Image3D& a_o, const Image3D& a_i, const Image3D& a_i1, const Image3D& a_mask,           \
+          StreamT st) {                                                                           \
+    apply(a_o, kern::OP{}, &a_mask, st, a_i, a_i1);                                               \
+  }                                                                                               \
+  void OP##C(Image3D& a_o, const Image3D& a_i, const float& c, StreamT st, bool) {                \
+    apply(a_o, WithC<kern::OP>{{}, c}, nullptr, st, a_i);                                         \
+  }                                                                                               \
+  void OP##C(Image3D& a_o, const Image3D& a_i, const float& c, const Image3D& a_mask,             \
+             StreamT st, bool) {                                                                  \
+    apply(a_o, WithC<kern::OP>{{}, c}, &a_mask, st, a_i);                                         \
+  }                                                                                               \
+  void OP(Image3D& a_o, const Image3D& a_i, const float& c, StreamT st, bool onDev) {             \
+    OP##C(a_o, a_i, c, st, onDev);                                                                \
+  }                                                                                               \
+  void OP(Image3D& a_o, const Image3D& a_i, const float& c, const Image3D& a_mask, StreamT st,    \
+          bool onDev) {                                                                           \
+    OP##C(a_o, a_i, c, a_mask, st, onDev);                                                        \
+  }                                                                                               \
+  void OP##_I(Image3D& a_o, const Image3D& a_i, StreamT st) { OP(a_o, a_o, a_i, st); }            \
+  void OP##_I(Image3D& a_o, const Image3D& a_i, const Image3D& a_mask, StreamT st) {              \
+    OP(a_o, a_o, a_i, a_mask, st);                                                                \
+  }                                                                                               \
+  void OP##C_I(Image3D& a_o, const float& c, StreamT st, bool onDev) {                            \
+    OP##C(a_o, a_o, c, st, onDev);                                                                \
+  }                                                                                               \
+  void OP##C_I(Image3D& a_o, const float& c, const Image3D& a_mask, StreamT st, bool onDev) {     \
+    OP##C(a_o, a_o, c, a_mask, st, onDev);                                                        \
+  }                                                                                               \
+  void OP##_I(Image3D& a_o, const float& c, StreamT st, bool onDev) {                             \
+    OP##C(a_o, a_o, c, st, onDev);                                                                \
+  }                                                                                               \
+  void OP##_I(Image3D& a_o, const float& c, const Image3D& a_mask, StreamT st, bool onDev) {      \
+    OP##C(a_o, a_o, c, a_mask, st, onDev);                                                        \
+  }
 
-void Add(Image3D& a_o, const Image3D& a_i, const Image3D& a_i1, const Image3D& a_mask, StreamT st) {
-  MK_CHECK4_ALL(a_o, a_i, a_i1, a_mask);
-  run2(a_o, kern::Add{}, dataOf(a_i), dataOf(a_i1), dataOf(a_mask), st);
-}
+PYCA_DEFINE_IMAGE_BINARY(Add)
+PYCA_DEFINE_IMAGE_BINARY(Sub)
+PYCA_DEFINE_IMAGE_BINARY(Mul)
+PYCA_DEFINE_IMAGE_BINARY(Div)
+PYCA_DEFINE_IMAGE_BINARY(Max)
+PYCA_DEFINE_IMAGE_BINARY(Min)
+PYCA_DEFINE_IMAGE_BINARY(Atan2)
+PYCA_DEFINE_IMAGE_BINARY(GT)
+PYCA_DEFINE_IMAGE_BINARY(GTE)
+PYCA_DEFINE_IMAGE_BINARY(EQ)
+PYCA_DEFINE_IMAGE_BINARY(NEQ)
+PYCA_DEFINE_IMAGE_BINARY(LT)
+PYCA_DEFINE_IMAGE_BINARY(LTE)
+#undef PYCA_DEFINE_IMAGE_BINARY
 
-void Add(Image3D& a_o, const Image3D& a_i, const float& c, StreamT st, bool) {
-  MK_CHECK2_ALL(a_o, a_i);
-  run1(a_o, kern::AddC{c}, dataOf(a_i), nullptr, st);
-}
+// ---- group D: thresholds -------------------------------------------------------
 
-void Add(Image3D& a_o, const Image3D& a_i, const float& c, const Image3D& a_mask, StreamT st, bool) {
-  MK_CHECK3_ALL(a_o, a_i, a_mask);
-  run1(a_o, kern::AddC{c}, dataOf(a_i), dataOf(a_mask), st);
+void Shrink(Image3D& a_o, const Image3D& a_i, const float& c, StreamT st) {
+  apply(a_o, kern::Shrink{c}, nullptr, st, a_i);
 }
-
-void Add_I(Image3D& a_o, const Image3D& a_i, StreamT st) {
-  MK_CHECK2_ALL(a_o, a_i);
-  run2(a_o, kern::Add{}, dataOf(a_o), dataOf(a_i), nullptr, st);
+void Shrink_I(Image3D& a_o, const float& c, StreamT st) { Shrink(a_o, a_o, c, st); }
+void SoftAbs(Image3D& a_o, const Image3D& a_i, const float& eps, StreamT st) {
+  apply(a_o, kern::SoftAbs{eps}, nullptr, st, a_i);
 }
-
-void Add_I(Image3D& a_o, const Image3D& a_i, const Image3D& a_mask, StreamT st) {
-  MK_CHECK3_ALL(a_o, a_i, a_mask);
-  run2(a_o, kern::Add{}, dataOf(a_o), dataOf(a_i), dataOf(a_mask), st);
+void SoftAbs_I(Image3D& a_o, const float& eps, StreamT st) { SoftAbs(a_o, a_o, eps, st); }
+void SoftSgn(Image3D& a_o, const Image3D& a_i, const float& eps, StreamT st) {
+  apply(a_o, kern::SoftSgn{eps}, nullptr, st, a_i);
 }
-
-void Add_I(Image3D& a_o, const float& c, StreamT st, bool) {
-  run1(a_o, kern::AddC{c}, dataOf(a_o), nullptr, st);
-}
-
-void Add_I(Image3D& a_o, const float& c, const Image3D& a_mask, StreamT st, bool) {
-  MK_CHECK2_ALL(a_o, a_mask);
-  run1(a_o, kern::AddC{c}, dataOf(a_o), dataOf(a_mask), st);
-}
+void SoftSgn_I(Image3D& a_o, const float& eps, StreamT st) { SoftSgn(a_o, a_o, eps, st); }
 
 }  // namespace Opers
 }  // namespace PyCA

@@ -54,5 +54,25 @@ void gpuLaunch(const Op& op, const EwArgs<N>& a, StreamT st) {
 #include "../ElementwiseOps.def"
 #undef PYCA_EW_OP
 
+template <class Fn>
+__global__ void forEachKernel(Fn fn, size_t n) {
+  const size_t stride = size_t(blockDim.x) * gridDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) fn(i);
+}
+
+template <class Fn>
+void gpuForEach(const Fn& fn, size_t n, StreamT st) {
+  constexpr int kBlock = 256;
+  const int grid = int(std::min<size_t>((n + kBlock - 1) / kBlock, size_t(maxResidentBlocks())));
+  forEachKernel<<<grid, kBlock, 0, reinterpret_cast<cudaStream_t>(st)>>>(fn, n);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw PyCAException(__FILE__, __LINE__, std::string("CUDA kernel launch failed: ") + cudaGetErrorString(e));
+}
+
+#define PYCA_INDEX_OP(FN) template void gpuForEach<kern::FN>(const kern::FN&, size_t, StreamT);
+#include "../IndexOps.def"
+#undef PYCA_INDEX_OP
+
 }  // namespace detail
 }  // namespace PyCA
