@@ -67,3 +67,4 @@
 %include "types.i"
 %include "base.i"
 %include "math.i"
+%include "type_opers.i"
