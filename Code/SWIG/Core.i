@@ -4,6 +4,11 @@
 // views, __str__/tolist helpers). Python conveniences live in Code/Python/PyCA.
 %module(package="PyCA") Core
 
+// Default arguments are filled in by the C++ wrappers, not by the Python proxy,
+// so a call reaches the wrapper of the default-argument variant it names and
+// error messages carry that variant's declaration, as in the legacy module.
+%feature("python:cdefaultargs");
+
 // NumPy scalars (np.float32, np.int64, ...) are not Python floats/ints; cast
 // mode lets number arguments take anything with __float__/__index__, so
 // e.g. MulC_I(im, arr.max()) works under NumPy 2's scalar promotion rules.
