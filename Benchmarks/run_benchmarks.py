@@ -3,8 +3,11 @@
 
 Each row names the operation and size, our median, the peer's median (what a
 user would pick instead: NumPy, or plain allocation for the pool rows) and
-the ratio peer/ours (> 1 means we are faster). Results also go to a JSON file.
-Timings are medians over repetitions; nothing here asserts a time.
+the ratio peer/ours (> 1 means we are faster). A few derived lines (marked
+"->", e.g. Add's bandwidth as a share of Copy's) are computed from rows of the
+same run. Results also go to a JSON file. Timings are medians over
+repetitions; nothing here asserts a time. Rows whose operator does not exist
+in this build are skipped with a note.
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
 """
@@ -38,6 +41,7 @@ def median_time(fn, reps, warmup=2):
 class Rows:
     def __init__(self):
         self.rows = []
+        self.derived = []
 
     def add(self, name, size, ours, peer, peer_name, note=''):
         row = dict(name=name, size=size, ours_median_s=ours[0], ours_min_s=ours[1],
@@ -48,6 +52,31 @@ class Rows:
         print('%-46s %-7s %10.3f ms  %-28s %10.3f ms  %6.2fx' % (
             name, size, ours[0] * 1e3, peer_name, peer[0] * 1e3, row['ratio_peer_over_ours']),
             flush=True)
+        return row
+
+    def derive(self, name, value, unit, text):
+        """A figure computed from rows of this run (e.g. a bandwidth ratio)."""
+        self.derived.append(dict(name=name, value=value, unit=unit, text=text))
+        print('  -> %s' % text, flush=True)
+
+
+def optional(name):
+    """ca.<name>, or None (with a note) when this build does not have it yet."""
+    fn = getattr(ca, name, None)
+    if fn is None:
+        print('(skipped: PyCA.Core has no %s)' % name, flush=True)
+    return fn
+
+
+def try_time(fn, reps, what):
+    """median_time(fn), or None (with a note) when fn raises TypeError
+    (the overload does not exist in this build)."""
+    try:
+        fn()
+    except TypeError as e:
+        print('(skipped %s: %s)' % (what, str(e).splitlines()[0]), flush=True)
+        return None
+    return median_time(fn, reps)
 
 
 def bench_python(rows, n, reps, only):
@@ -96,21 +125,72 @@ def bench_python(rows, n, reps, only):
     b.asnp()[...] = b_np
     o_np = np.empty_like(a_np)
 
+    copy_t = None
+    if want('copy') or want('Add(out, a, b)'):
+        copy_t = median_time(lambda: ca.Copy(o, a), reps)
     if want('copy'):
-        rows.add('Copy(out, a) [%.0f MB]' % (nbytes / 1e6), size,
-                 median_time(lambda: ca.Copy(o, a), reps),
+        rows.add('Copy(out, a) [%.0f MB]' % (nbytes / 1e6), size, copy_t,
                  median_time(lambda: np.copyto(o_np, a_np), reps), 'numpy.copyto')
-    if want('add'):
-        rows.add('Add(out, a, b)', size, median_time(lambda: ca.Add(o, a, b), reps),
+    if want('Add(out, a, b)'):
+        add_t = median_time(lambda: ca.Add(o, a, b), reps)
+        rows.add('Add(out, a, b)', size, add_t,
                  median_time(lambda: np.add(a_np, b_np, out=o_np), reps), 'numpy.add(a, b, out=o)')
-    if want('mulc'):
+        # Add moves three arrays (two reads, one write), Copy two: compare bytes/s.
+        add_bw, copy_bw = 3 * nbytes / add_t[0], 2 * nbytes / copy_t[0]
+        rows.derive('Add bandwidth / Copy bandwidth', 100.0 * add_bw / copy_bw, '%',
+                    'Add moves %.1f GB/s = %.0f%% of Copy\'s %.1f GB/s (medians, same run)'
+                    % (add_bw / 1e9, 100.0 * add_bw / copy_bw, copy_bw / 1e9))
+    if want('MulC_I(a, 1.0)'):
         rows.add('MulC_I(a, 1.0)', size, median_time(lambda: ca.MulC_I(a, 1.0), reps),
                  median_time(lambda: np.multiply(a_np, 1.0, out=a_np), reps), 'numpy.multiply(a, c, out=a)')
-    if want('sum'):
-        rows.add('Sum(a) [double accumulation]', size, median_time(lambda: ca.Sum(a), reps),
-                 median_time(lambda: np.sum(a_np), reps), 'numpy.sum(a) [float32]')
-        rows.add('Sum2(a) [double accumulation]', size, median_time(lambda: ca.Sum2(a), reps),
-                 median_time(lambda: np.vdot(a_np, a_np), reps), 'numpy.vdot(a, a) [float32]')
+
+    # --- fused elementwise ops vs the NumPy expression (with its temporaries) ---
+    c1, c2, c3 = 0.75, -1.25, 0.5
+    fused = [
+        ('Add_MulC', 'Add_MulC(o, a, b, c) [a + b*c]', lambda f: f(o, a, b, c1),
+         lambda: o_np.__setitem__(Ellipsis, a_np + b_np * np.float32(c1)), 'o[...] = a + b*c'),
+        ('MulC_Add_MulC', 'MulC_Add_MulC(o, a, ca, b, cb) [a*ca + b*cb]', lambda f: f(o, a, c1, b, c2),
+         lambda: o_np.__setitem__(Ellipsis, a_np * np.float32(c1) + b_np * np.float32(c2)),
+         'o[...] = a*ca + b*cb'),
+        ('AddCMulCAddC', 'AddCMulCAddC(o, a, p, q, r) [(a+p)*q + r]', lambda f: f(o, a, c1, c2, c3),
+         lambda: o_np.__setitem__(Ellipsis, (a_np + np.float32(c1)) * np.float32(c2) + np.float32(c3)),
+         'o[...] = (a+p)*q + r'),
+    ]
+    for fname, label, call, peer, peer_name in fused:
+        if not want(label):
+            continue
+        fn = optional(fname)
+        if fn is None:
+            continue
+        ours = try_time(lambda: call(fn), reps, label)
+        if ours is not None:
+            rows.add(label, size, ours, median_time(peer, reps), peer_name)
+
+    # --- reductions (accumulated in double; NumPy's float32 peers) ---
+    reductions = [
+        ('Sum', 'Sum(a) [double accumulation]', lambda f: f(a), lambda: np.sum(a_np),
+         'numpy.sum(a) [float32]'),
+        ('Sum2', 'Sum2(a) [double accumulation]', lambda f: f(a), lambda: np.vdot(a_np, a_np),
+         'numpy.vdot(a, a) [float32]'),
+        ('Dot', 'Dot(a, b) [double accumulation]', lambda f: f(a, b), lambda: np.vdot(a_np, b_np),
+         'numpy.vdot(a, b) [float32]'),
+        ('MinMax', 'MinMax(a) [one pass]', lambda f: f(a), lambda: (a_np.min(), a_np.max()),
+         '(a.min(), a.max())'),
+        ('Max', 'Max(a) [reduction]', lambda f: f(a), lambda: a_np.max(), 'a.max()'),
+        ('L1', 'L1(a) [|a|, double accumulation]', lambda f: f(a), lambda: np.abs(a_np).sum(),
+         'numpy.abs(a).sum()'),
+        ('LInf', 'LInf(a) [max |a|]', lambda f: f(a), lambda: max(a_np.max(), -a_np.min()),
+         'max(a.max(), -a.min())'),
+    ]
+    for fname, label, call, peer, peer_name in reductions:
+        if not want(label):
+            continue
+        fn = optional(fname)
+        if fn is None:
+            continue
+        ours = try_time(lambda: call(fn), reps, label)
+        if ours is not None:
+            rows.add(label, size, ours, median_time(peer, reps), peer_name)
 
 
 def bench_cxx(rows, build_dir, reps, only):
@@ -156,7 +236,8 @@ def main():
     bench_python(rows, args.size, args.reps, args.only)
     with open(args.json, 'w') as f:
         json.dump(dict(machine=platform.platform(), cpus=os.cpu_count(), numpy=np.__version__,
-                       cuda_devices=ca.GetNumberOfCUDADevices(), rows=rows.rows), f, indent=2)
+                       cuda_devices=ca.GetNumberOfCUDADevices(), rows=rows.rows,
+                       derived=rows.derived), f, indent=2)
     print('results written to %s' % args.json)
 
 

@@ -218,6 +218,7 @@ struct ShrinkVec {
 
 /// term = a
 struct RedIdentity {
+  static constexpr bool kFloatTerms = true;  // every term is a float value
   PYCA_HOSTDEVICE double operator()(float a) const { return double(a); }
 };
 
@@ -228,7 +229,8 @@ struct RedSquare {
 
 /// term = |a| (L1 with a sum, LInf with a max)
 struct RedAbs {
-  PYCA_HOSTDEVICE double operator()(float a) const { return double(a < 0.f ? -a : a); }
+  static constexpr bool kFloatTerms = true;
+  PYCA_HOSTDEVICE double operator()(float a) const { return double(fabsf(a)); }
 };
 
 /// term = a * b (exact in double; Dot)
