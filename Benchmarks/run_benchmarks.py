@@ -38,6 +38,27 @@ def median_time(fn, reps, warmup=2):
     return times[len(times) // 2], times[0]
 
 
+def median_times_interleaved(fns, reps, warmup=2):
+    """Medians of several functions timed in alternation (f0, f1, f0, f1, ...),
+    so that a ratio between them sees the same machine conditions."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(reps):
+        for fn, t in zip(fns, times):
+            gc.disable()
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+            gc.enable()
+    out = []
+    for t in times:
+        t.sort()
+        out.append((t[len(t) // 2], t[0]))
+    return out
+
+
 class Rows:
     def __init__(self):
         self.rows = []
@@ -125,14 +146,15 @@ def bench_python(rows, n, reps, only):
     b.asnp()[...] = b_np
     o_np = np.empty_like(a_np)
 
-    copy_t = None
+    copy_t = add_t = None
     if want('copy') or want('Add(out, a, b)'):
-        copy_t = median_time(lambda: ca.Copy(o, a), reps)
+        # Copy and Add timed in alternation: the bandwidth ratio below compares
+        # them under the same machine conditions.
+        copy_t, add_t = median_times_interleaved([lambda: ca.Copy(o, a), lambda: ca.Add(o, a, b)], reps)
     if want('copy'):
         rows.add('Copy(out, a) [%.0f MB]' % (nbytes / 1e6), size, copy_t,
                  median_time(lambda: np.copyto(o_np, a_np), reps), 'numpy.copyto')
     if want('Add(out, a, b)'):
-        add_t = median_time(lambda: ca.Add(o, a, b), reps)
         rows.add('Add(out, a, b)', size, add_t,
                  median_time(lambda: np.add(a_np, b_np, out=o_np), reps), 'numpy.add(a, b, out=o)')
         # Add moves three arrays (two reads, one write), Copy two: compare bytes/s.
