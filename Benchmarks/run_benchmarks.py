@@ -248,7 +248,7 @@ def main():
     ap.add_argument('--only', default=None, help='run rows whose name contains this text')
     args = ap.parse_args()
 
-    print('PyCA benchmarks on %s, %d threads (OMP_NUM_THREADS=%s), numpy %s' % (
+    print('PyCA benchmarks on %s, %d CPUs (OMP_NUM_THREADS=%s), numpy %s' % (
         platform.processor() or platform.machine(), os.cpu_count(),
         os.environ.get('OMP_NUM_THREADS', 'default'), np.__version__))
     print('%-46s %-7s %13s  %-28s %13s  %7s' % ('operation', 'size', 'ours (median)', 'peer',
