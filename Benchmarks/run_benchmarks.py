@@ -215,6 +215,52 @@ def bench_python(rows, n, reps, only):
             rows.add(label, size, ours, median_time(peer, reps), peer_name)
 
 
+def bench_gpu(rows, n, reps, only):
+    """Device rows (only with a CUDA device): each op on MEM_DEVICE data,
+    synchronised (CheckCUDAError waits for the device), beside the same op
+    on host memory (our CPU back end, what a user without a GPU runs)."""
+    if ca.GetNumberOfCUDADevices() == 0:
+        print('(GPU rows skipped: no CUDA device)', flush=True)
+        return
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n))
+    size = '%d^3' % n
+    nbytes = n ** 3 * 4
+    rng = np.random.default_rng(2)
+    host = [ca.Image3D(grid, ca.MEM_HOST) for _ in range(3)]
+    for h in host:
+        h.asnp()[...] = rng.standard_normal((n, n, n), dtype=np.float32)
+    dev = [ca.Image3D(grid, ca.MEM_DEVICE) for _ in range(3)]
+    for d, h in zip(dev, host):
+        ca.Copy(d, h)
+
+    def synced(fn):
+        def run():
+            fn()
+            ca.CheckCUDAError(__file__, 0)
+        return run
+
+    (da, db, do), (ha, hb, ho) = dev, host
+    if only is None or 'gpu' in only.lower():
+        copy_t, add_t = median_times_interleaved(
+            [synced(lambda: ca.Copy(do, da)), synced(lambda: ca.Add(do, da, db))], reps)
+        rows.add('GPU Copy(out, a) device->device', size, copy_t,
+                 median_time(lambda: ca.Copy(ho, ha), reps), 'Copy on host (CPU)')
+        rows.add('GPU Add(out, a, b)', size, add_t,
+                 median_time(lambda: ca.Add(ho, ha, hb), reps), 'Add on host (CPU)')
+        add_bw, copy_bw = 3 * nbytes / add_t[0], 2 * nbytes / copy_t[0]
+        rows.derive('GPU Add bandwidth / GPU Copy bandwidth', 100.0 * add_bw / copy_bw, '%',
+                    'GPU Add moves %.0f GB/s = %.0f%% of device copy\'s %.0f GB/s (medians, same run)'
+                    % (add_bw / 1e9, 100.0 * add_bw / copy_bw, copy_bw / 1e9))
+        for label, fn, hfn in [
+                ('GPU Add_MulC(o, a, b, c)', lambda: ca.Add_MulC(do, da, db, 0.5),
+                 lambda: ca.Add_MulC(ho, ha, hb, 0.5)),
+                ('GPU Sum(a)', lambda: ca.Sum(da), lambda: ca.Sum(ha)),
+                ('GPU Dot(a, b)', lambda: ca.Dot(da, db), lambda: ca.Dot(ha, hb)),
+                ('GPU MinMax(a)', lambda: ca.MinMax(da), lambda: ca.MinMax(ha))]:
+            rows.add(label, size, median_time(synced(fn), reps), median_time(hfn, reps),
+                     'same op on host (CPU)')
+
+
 def bench_cxx(rows, build_dir, reps, only):
     if only is not None and 'alloc' not in only.lower() and 'c++' not in only.lower():
         return
@@ -256,6 +302,7 @@ def main():
     rows = Rows()
     bench_cxx(rows, args.build_dir, args.reps, args.only)
     bench_python(rows, args.size, args.reps, args.only)
+    bench_gpu(rows, args.size, args.reps, args.only)
     with open(args.json, 'w') as f:
         json.dump(dict(machine=platform.platform(), cpus=os.cpu_count(), numpy=np.__version__,
                        cuda_devices=ca.GetNumberOfCUDADevices(), rows=rows.rows,

@@ -11,8 +11,8 @@ unsigned int GetNumberOfCUDADevices();
 /// Selects the current device. Throws "Cuda support not compiled" in CPU
 /// builds, "Error, cannot select device %d, only %d devices available." otherwise.
 void SetCUDADevice(unsigned int deviceNum);
-/// Throws a PyCAException if the last CUDA call failed (no-op in CPU builds
-/// and on machines without a CUDA device).
+/// Waits for the device, then throws a PyCAException if a CUDA call or kernel
+/// failed (no-op in CPU builds and on machines without a CUDA device).
 void CheckCUDAError(const char* file, int line, const char* msg = nullptr);
 /// "used/total" memory of the current device, or "CUDA support not compiled".
 std::string GetCUDAMemUsage();

@@ -50,7 +50,12 @@ void CheckCUDAError(const char* file, int line, const char* msg) {
   // Without a device nothing can have failed on one (and the runtime's
   // "no CUDA-capable device" is not the caller's error).
   if (GetNumberOfCUDADevices() == 0) return;
-  cudaError_t e = cudaGetLastError();
+  // Wait for the device first, so that errors of kernels still running
+  // (asynchronous faults) are reported here too; this also makes the call a
+  // barrier for timing.
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaGetLastError();
+  else cudaGetLastError();
   if (e != cudaSuccess) {
     std::string text = std::string("CUDA error: ") + cudaGetErrorString(e);
     if (msg) text += std::string(" (") + msg + ")";
