@@ -3,7 +3,11 @@
 #define PYCA_TEST_UTILS_H
 
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <string>
+
+#include "CudaUtils.h"
+#include "MemAlloc.h"
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -16,5 +20,31 @@ inline bool contains(const std::string& s, const std::string& part) {
     if (!ok) BOOST_TEST_MESSAGE("unexpected message: " << e.what());              \
     return ok;                                                                    \
   })
+
+/// True when GPU tests can run: a CUDA build and a device.
+inline bool pycaHasGpu() { return PyCA::CudaCompiled() && PyCA::GetNumberOfCUDADevices() > 0; }
+
+/// Boost.Test precondition for GPU-only cases:
+/// BOOST_AUTO_TEST_CASE(name, *boost::unit_test::precondition(GpuAvailable())).
+struct GpuAvailable {
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+    boost::test_tools::assertion_result r(pycaHasGpu());
+    r.message() << "no CUDA device (CudaCompiled=" << PyCA::CudaCompiled() << ")";
+    return r;
+  }
+};
+
+/// Deterministic values in [lo, hi) (a 32-bit LCG), the same on every platform.
+class Rng {
+ public:
+  explicit Rng(uint32_t seed) : mState(seed) {}
+  float next(float lo = -1.f, float hi = 1.f) {
+    mState = mState * 1664525u + 1013904223u;
+    return lo + (hi - lo) * (float(mState >> 8) / float(1u << 24));
+  }
+
+ private:
+  uint32_t mState;
+};
 
 #endif

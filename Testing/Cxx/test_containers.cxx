@@ -27,16 +27,6 @@ namespace utf = boost::unit_test;
 
 namespace {
 
-bool hasGpu() { return CudaCompiled() && GetNumberOfCUDADevices() > 0; }
-
-struct GpuAvailable {
-  boost::test_tools::assertion_result operator()(utf::test_unit_id) const {
-    boost::test_tools::assertion_result r(hasGpu());
-    r.message() << "no CUDA device (CudaCompiled=" << CudaCompiled() << ")";
-    return r;
-  }
-};
-
 struct NoCuda {
   boost::test_tools::assertion_result operator()(utf::test_unit_id) const {
     boost::test_tools::assertion_result r(!CudaCompiled());

@@ -38,30 +38,9 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-struct GpuAvailable {
-  tt::assertion_result operator()(utf::test_unit_id) const {
-    tt::assertion_result r(CudaCompiled() && GetNumberOfCUDADevices() > 0);
-    r.message() << "no CUDA device";
-    return r;
-  }
-};
-
 const GridInfo kGrids[] = {
     GridInfo(Vec3Di(17, 19, 23), Vec3Df(0.5f, 1.f, 2.f), Vec3Df(-3.f, 1.f, 7.f)),
     GridInfo(Vec3Di(31, 33, 1)),
-};
-
-/// Deterministic values in [-1, 1) (a 32-bit LCG).
-class Rng {
- public:
-  explicit Rng(uint32_t seed) : mState(seed) {}
-  float next() {
-    mState = mState * 1664525u + 1013904223u;
-    return float(mState >> 8) / float(1u << 23) - 1.f;
-  }
-
- private:
-  uint32_t mState;
 };
 
 void randomize(Image3D& im, uint32_t seed) {

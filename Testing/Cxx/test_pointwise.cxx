@@ -36,27 +36,6 @@ const GridInfo kGrids[] = {
     GridInfo(Vec3Di(31, 33, 1), Vec3Df(1.25f, 0.8f, 1.f)),
 };
 
-struct GpuAvailable {
-  tt::assertion_result operator()(utf::test_unit_id) const {
-    tt::assertion_result r(CudaCompiled() && GetNumberOfCUDADevices() > 0);
-    r.message() << "no CUDA device";
-    return r;
-  }
-};
-
-/// Deterministic values in [lo, hi) (a 32-bit LCG).
-class Rng {
- public:
-  explicit Rng(uint32_t seed) : mState(seed) {}
-  float next(float lo = -1.f, float hi = 1.f) {
-    mState = mState * 1664525u + 1013904223u;
-    return lo + (hi - lo) * (float(mState >> 8) / float(1u << 24));
-  }
-
- private:
-  uint32_t mState;
-};
-
 void fill(Image3D& im, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   Rng r(seed);
   for (size_t i = 0; i < im.nVox(); ++i) im.set(i, r.next(lo, hi));

@@ -36,30 +36,9 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-struct GpuAvailable {
-  tt::assertion_result operator()(utf::test_unit_id) const {
-    tt::assertion_result r(CudaCompiled() && GetNumberOfCUDADevices() > 0);
-    r.message() << "no CUDA device";
-    return r;
-  }
-};
-
 const GridInfo kGrids[] = {
     GridInfo(Vec3Di(17, 19, 23), Vec3Df(0.5f, 1.f, 2.f), Vec3Df(-3.f, 1.f, 7.f)),
     GridInfo(Vec3Di(31, 33, 1), Vec3Df(1.25f, 0.8f, 1.f), Vec3Df(0.f, 0.f, 0.f)),
-};
-
-/// Deterministic values in [lo, hi) (a 32-bit LCG).
-class Rng {
- public:
-  explicit Rng(uint32_t seed) : mState(seed) {}
-  float next(float lo = -1.f, float hi = 1.f) {
-    mState = mState * 1664525u + 1013904223u;
-    return lo + (hi - lo) * (float(mState >> 8) / float(1u << 24));
-  }
-
- private:
-  uint32_t mState;
 };
 
 void randomize(float* p, size_t n, uint32_t seed, float lo, float hi) {
