@@ -1,17 +1,15 @@
 """Reductions (spec group R: Sum, Sum2, L1, LInf, Max, Min, Dot, MinMax,
 SumComp, plus the reduction overloads of Max and Min) against NumPy float64
 references, on a 3-D and a 2-D odd grid with anisotropic spacing, for images
-and fields and every usable memory type; the legacy golden reduction cases;
+and fields and every usable memory type (the legacy golden cases: test_golden.py);
 argument handling, errors, NaN, empty images, determinism, and CPU/GPU
 parity (GPU tests skip without a device)."""
-import json
-import os
 
 import numpy as np
 import pytest
 
 import PyCA.Core as ca
-from conftest import field_from, golden_dir_path, gpu_only, grid, image_from, run_python, usable_mem_types
+from conftest import field_from, gpu_only, grid, image_from, run_python, usable_mem_types
 
 GRIDS = {
     "3d": dict(size=(17, 19, 23), sp=(0.5, 1.0, 2.0), org=(-3.0, 1.0, 7.0)),
@@ -411,71 +409,7 @@ def test_reduction_respects_grid_not_capacity():
     assert ca.Max(im) == 59.0
 
 
-# ---------------------------------------------------------------------------
-# legacy golden cases (group `reduction`)
-
-def _golden_cases():
-    d = golden_dir_path()
-    if d is None:
-        return None, []
-    with open(os.path.join(d, "manifest.json")) as fh:
-        m = json.load(fh)
-    return d, [c for c in m["cases"] if c.get("group") == "reduction"]
-
-
-GOLDEN, GOLDEN_CASES = _golden_cases()
-
-#: How update=True combines the prior output value with the result (C++ out
-#: parameter); Python returns the plain result.
-UPDATE = {"Sum": lambda p, r: p + r, "Sum2": lambda p, r: p + r, "L1": lambda p, r: p + r,
-          "Dot": lambda p, r: p + r, "Max": max, "LInf": max, "Min": min}
-
-
-def _load(entry):
-    a = np.fromfile(os.path.join(GOLDEN, entry["file"]), dtype="<f4")
-    s = tuple(entry["grid"]["size"])
-    if entry["kind"] == "field":
-        return [c.reshape(s, order="F") for c in a.reshape(3, -1)]
-    return a.reshape(s, order="F")
-
-
-def _grid(gd):
-    return ca.GridInfo(ca.Vec3Di(*gd["size"]), ca.Vec3Df(*gd["spacing"]), ca.Vec3Df(*gd["origin"]))
-
-
-@pytest.mark.parametrize("case", GOLDEN_CASES, ids=[c["id"] for c in GOLDEN_CASES])
-def test_golden_reduction(case):
-    ins = {e["arg"]: e for e in case["inputs"]}
-    args = []
-    for a in case["args"]:
-        if a["name"] in ins:
-            e = ins[a["name"]]
-            data = _load(e)
-            g = _grid(e["grid"])
-            args.append(field_from(data, g) if e["kind"] == "field" else image_from(data, g))
-        elif a["name"] == "update":
-            args.append(bool(a["value"]))
-    got = getattr(ca, case["op"])(*args)
-    want = case["returns"]
-    if isinstance(got, ca.Vec3Df):
-        got = got.tolist()
-    if case["scalars"].get("update"):
-        got = UPDATE[case["op"]](case["scalars"]["prior"], got)
-    rtol = case["tolerance"]["rtol"]
-    flat = np.atleast_1d(np.asarray(want, np.float64))
-    atol = case["tolerance"].get("atol", rtol * max(1.0, float(np.abs(flat).max())))
-    got = np.atleast_1d(np.asarray(got, np.float64))
-    assert got.shape == flat.shape
-    assert np.all(np.abs(got - flat) <= atol + rtol * np.abs(flat)), (got, flat)
-    if case["op"] in ("Max", "Min", "LInf", "MinMax"):
-        assert np.array_equal(got.astype(np.float32), flat.astype(np.float32))  # exact
-
-
-def test_golden_reduction_cases_present():
-    if GOLDEN is None:
-        pytest.skip("golden data not available")
-    assert {c["op"] for c in GOLDEN_CASES} >= {"Sum", "Sum2", "L1", "LInf", "Max", "Min", "Dot",
-                                               "MinMax", "SumComp"}
+# The legacy golden reduction cases are replayed by test_golden.py.
 
 
 # ---------------------------------------------------------------------------
