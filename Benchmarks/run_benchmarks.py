@@ -178,16 +178,6 @@ def bench_python(rows, n, reps, only):
          lambda: o_np.__setitem__(Ellipsis, (a_np + np.float32(c1)) * np.float32(c2) + np.float32(c3)),
          'o[...] = (a+p)*q + r'),
     ]
-    for fname, label, call, peer, peer_name in fused:
-        if not want(label):
-            continue
-        fn = optional(fname)
-        if fn is None:
-            continue
-        ours = try_time(lambda: call(fn), reps, label)
-        if ours is not None:
-            rows.add(label, size, ours, median_time(peer, reps), peer_name)
-
     # --- reductions (accumulated in double; NumPy's float32 peers) ---
     reductions = [
         ('Sum', 'Sum(a) [double accumulation]', lambda f: f(a), lambda: np.sum(a_np),
@@ -204,7 +194,7 @@ def bench_python(rows, n, reps, only):
         ('LInf', 'LInf(a) [max |a|]', lambda f: f(a), lambda: max(a_np.max(), -a_np.min()),
          'max(a.max(), -a.min())'),
     ]
-    for fname, label, call, peer, peer_name in reductions:
+    for fname, label, call, peer, peer_name in fused + reductions:
         if not want(label):
             continue
         fn = optional(fname)
