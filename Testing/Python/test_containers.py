@@ -592,7 +592,8 @@ FUZZ = r'''
 import collections, inspect
 import PyCA.Core as ca
 
-g = ca.GridInfo(ca.Vec3Di(2, 2, 2))
+# odd sizes, so that an image is also a valid (odd-sized) Convolve kernel
+g = ca.GridInfo(ca.Vec3Di(3, 3, 3))
 SKIP = {"SHARED_PTR_DISOWN", "cvar"}
 BAD = (None, "abc", object())
 
@@ -601,7 +602,7 @@ def fresh(kind):
     return {
         "im": lambda: ca.Image3D(g, ca.MEM_HOST),
         "fld": lambda: ca.Field3D(g, ca.MEM_HOST),
-        "grid": lambda: ca.GridInfo(ca.Vec3Di(2, 2, 2)),
+        "grid": lambda: ca.GridInfo(ca.Vec3Di(3, 3, 3)),
         "vf": lambda: ca.Vec3Df(1, 1, 1),
         "num": lambda: 1.0,
     }[kind]()
@@ -613,7 +614,7 @@ def instance(cls):
         "Field3D": lambda: ca.Field3D(g, ca.MEM_HOST),
         "ManagedImage3D": lambda: ca.ManagedImage3D(g, ca.MEM_HOST),
         "ManagedField3D": lambda: ca.ManagedField3D(g, ca.MEM_HOST),
-        "GridInfo": lambda: ca.GridInfo(ca.Vec3Di(2, 2, 2)),
+        "GridInfo": lambda: ca.GridInfo(ca.Vec3Di(3, 3, 3)),
         "Vec3Di": lambda: ca.Vec3Di(1, 1, 1), "Vec3Df": lambda: ca.Vec3Df(1, 1, 1),
         "Vec3Dd": lambda: ca.Vec3Dd(1, 1, 1), "Vec3Du": lambda: ca.Vec3Du(1, 1, 1),
         "MemoryManager": lambda: ca.MemoryManager(g, ca.MEM_HOST, 1),

@@ -19,6 +19,10 @@
 #include "ManagedField3D.h"
 #include "IOpers.h"
 #include "FOpers.h"
+#include "IFOpers.h"
+#include "HFOpers.h"
+#include "VFOpers.h"
 #include "Reduction.h"
+#include "interp.h"
 
 #endif

@@ -12,6 +12,7 @@
 #include "Image3D.h"
 #include "Vec3D.h"
 #include "estream.h"
+#include "pycaConst.h"
 
 namespace PyCA {
 namespace Opers {
@@ -156,6 +157,106 @@ void Sub_Mul_I(Field3D& a_o, const Field3D& a_i, const Image3D& a_i1, StreamT st
 /// Shrinks the length of every vector by eps (zero where it is below eps).
 void Shrink(Field3D& a_o, const Field3D& a_i, const float& eps, StreamT st = nullptr);
 void Shrink_I(Field3D& a_o, const float& eps, StreamT st = nullptr);
+
+// ---- deformation (spec group F and the field forms of group E) ---------------------
+// Field interpolation is trilinear; bg selects what samples outside the grid
+// see (interp.h): CLAMP, WRAP, ZERO, PARTIAL_ZERO, ID, PARTIAL_ID for the
+// generic operators; H-field compositions take CLAMP, ID, PARTIAL_ID and
+// V-field compositions, Ad and CoAd CLAMP, WRAP, ZERO, PARTIAL_ZERO
+// ("Unknown/unsupported background strategy" otherwise). H-fields are in
+// voxel coordinates, V-fields in physical units (divided by the spacing when
+// added to voxel coordinates). Outputs may alias inputs.
+
+/// a_o(x) = a_i(h(x)).
+void ApplyH(Field3D& a_o, const Field3D& a_i, const Field3D& h, BackgroundStrategy bg,
+            StreamT st = nullptr);
+/// a_o(x) = a_i(x + delta * u(x) / spacing).
+void ApplyV(Field3D& a_o, const Field3D& a_i, const Field3D& u, BackgroundStrategy bg,
+            const float& delta = 1.f, StreamT st = nullptr, bool onDev = false);
+/// a_o(x) = a_i(x - delta * u(x) / spacing).
+void ApplyVInv(Field3D& a_o, const Field3D& a_i, const Field3D& u, BackgroundStrategy bg,
+               const float& delta = 1.f, StreamT st = nullptr, bool onDev = false);
+/// a_h(x) = a_f(x + t), t in voxels.
+void ComposeTranslation(Field3D& a_h, const Field3D& a_f, const Vec3Df& t,
+                        BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP, StreamT st = nullptr,
+                        bool onDev = false);
+/// a_f = a_g o a_h (H-fields).
+void ComposeHH(Field3D& a_f, const Field3D& a_g, const Field3D& a_h,
+               BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ID, StreamT st = nullptr);
+/// a_h(x) = a_g(x) + delta * a_v(a_g(x)) / spacing.
+void ComposeVH(Field3D& a_h, const Field3D& a_v, const Field3D& a_g, const float& delta = 1.f,
+               BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ZERO, StreamT st = nullptr,
+               bool onDev = false);
+/// a_h(x) = a_g(x) - delta * a_v(a_g(x)) / spacing.
+void ComposeVInvH(Field3D& a_h, const Field3D& a_v, const Field3D& a_g, const float& delta = 1.f,
+                  BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ZERO, StreamT st = nullptr,
+                  bool onDev = false);
+/// a_h(x) = a_g(x + delta * a_v(x) / spacing).
+void ComposeHV(Field3D& a_h, const Field3D& a_g, const Field3D& a_v, const float& delta = 1.f,
+               BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ID, StreamT st = nullptr,
+               bool onDev = false);
+/// a_h(x) = a_g(x - delta * a_v(x) / spacing).
+void ComposeHVInv(Field3D& a_h, const Field3D& a_g, const Field3D& a_v, const float& delta = 1.f,
+                  BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ID, StreamT st = nullptr,
+                  bool onDev = false);
+/// The gradients of the components of a_h: a_Xg = grad a_h.x, a_Yg = grad
+/// a_h.y, a_Zg = grad a_h.z (divided by the spacing, as Gradient).
+void Jacobian(Field3D& a_Xg, Field3D& a_Yg, Field3D& a_Zg, const Field3D& a_h,
+              DiffT diff = DIFF_CENTRAL, BoundaryCondT bc = BC_APPROX, StreamT st = nullptr);
+/// Splat of each component of a_i through h (adjoint of ApplyH, linear).
+void SplatField(Field3D& a_o, const Field3D& a_i, const Field3D& h, StreamT st = nullptr);
+/// a_i / |a_i|, the zero vector where |a_i| <= eps.
+void NormalizeSafe(Field3D& a_o, const Field3D& a_i, const float& eps, StreamT st = nullptr);
+void NormalizeSafe_I(Field3D& a_o, const float& eps, StreamT st = nullptr);
+/// Projects onto the unit ball: vectors longer than 1 become unit vectors.
+void ReprojectToUnitVec(Field3D& a_o, StreamT st = nullptr);
+/// ginv ~ g^{-1} by fixed-point iteration: ginv_0 = 2 Id - g, then
+/// ginv_{k+1} = ginv_k - (g o ginv_k - Id), numIter times (PARTIAL_ID
+/// background). Each iteration shrinks the error by about max |D(g - Id)|,
+/// so it converges for smooth deformations (|D(g - Id)| < 1); see
+/// Documentation/LegacyDifferences.md for the accuracy (the legacy threw
+/// "Inverse not yet implemented/tested").
+void FixedPointInverse(Field3D& ginv, const Field3D& g, unsigned int numIter = 2, StreamT st = nullptr,
+                       bool onDev = false);
+/// Inverse update after a step: with g_{t+1} = (Id + w) o g_t, iterates
+/// ginv0t1 := ginv0t o (Id - w o ginv0t1) numIter times from ginv0t1 = ginv0t
+/// (w o . with PARTIAL_ZERO, ginv0t o . with PARTIAL_ID). w is a displacement
+/// in voxel units here (legacy: it is not divided by the spacing). scratchV
+/// is work space.
+void UpdateInverse(Field3D& ginv0t1, Field3D& scratchV, const Field3D& ginv0t, const Field3D& w,
+                   unsigned int numIter = 3, StreamT st = nullptr, bool onDev = false);
+/// Adjoint action Z = Ad_g X = (Dg X) o g^{-1}, computed as the splat of
+/// |Dg| Dg X through g (Dg: central differences, BC_CLAMP, voxel units).
+void Ad(Field3D& Z, const Field3D& g, const Field3D& X,
+        BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ZERO, StreamT st = nullptr, bool onDev = false);
+/// Z = ad_X Y = DX Y - DY X.
+void AdInf(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st = nullptr, bool onDev = false);
+/// Coadjoint action n = Ad*_g m = |Dg| (Dg)^T (m o g); <Ad_g X, m> = <X, CoAd_g m>.
+void CoAd(Field3D& n, const Field3D& g, const Field3D& m,
+          BackgroundStrategy bg = BACKGROUND_STRATEGY_PARTIAL_ZERO, StreamT st = nullptr, bool onDev = false);
+/// n = ad*_X m = (DX)^T m + div(m X^T), i.e. n_i = sum_j d_i X_j m_j + d_j (m_i X_j).
+void CoAdInf(Field3D& n, const Field3D& X, const Field3D& m, StreamT st = nullptr, bool onDev = false);
+/// Z_i = sum_j d_j (X_i Y_j) (divergence of the tensor X Y^T).
+void DivergenceTensor(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st = nullptr,
+                      bool onDev = false);
+/// Z = DX Y, i.e. Z_i = sum_j d_j X_i Y_j.
+void JacobianXY(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st = nullptr, bool onDev = false);
+/// Z = (DX)^T Y, i.e. Z_i = sum_j d_i X_j Y_j.
+void JacobianXtY(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st = nullptr, bool onDev = false);
+// (The differences of AdInf, CoAdInf, DivergenceTensor, JacobianXY, JacobianXtY
+// and CoAd are central, BC_CLAMP, in voxel units, as in the legacy library.)
+
+// ---- group D, field forms ----------------------------------------------------------
+
+/// Voxel-grid resampling of every component onto a_o's size, centred (as
+/// Resample for images with useOriginOffset); rescaleVector divides the
+/// components by the size ratio r = size_i / size_o.
+void Resample(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
+              bool rescaleVector = false, StreamT st = nullptr);
+/// a_o(x) = a_i(x + start) (zero outside a_i).
+void SubVol(Field3D& a_o, const Field3D& a_i, const Vec3Di& start, StreamT st = nullptr);
+/// a_o(x + start) = a_i(x) inside a_o.
+void SetSubVol_I(Field3D& a_o, const Field3D& a_i, const Vec3Di& start, StreamT st = nullptr);
 
 // ---- utilities -------------------------------------------------------------------
 

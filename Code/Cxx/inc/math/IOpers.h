@@ -14,7 +14,9 @@
 #define __PYCA_IOPERS_H__
 
 #include "Image3D.h"
+#include "Vec3D.h"
 #include "estream.h"
+#include "pycaConst.h"
 
 namespace PyCA {
 class Field3D;
@@ -207,6 +209,41 @@ void SoftAbs_I(Image3D& a_o, const float& eps, StreamT st = nullptr);
 /// x / eps clamped to [-1, 1].
 void SoftSgn(Image3D& a_o, const Image3D& a_i, const float& eps, StreamT st = nullptr);
 void SoftSgn_I(Image3D& a_o, const float& eps, StreamT st = nullptr);
+
+// ---- group D: grids, resampling, convolution --------------------------------------
+
+/// Cyclic permutation of the axes: dir = true writes a_o(z, x, y) = a_i(x, y, z)
+/// (a_o has size (sz, sx, sy)), dir = false a_o(y, z, x) = a_i(x, y, z) (size
+/// (sy, sz, sx)). Throws "Inputs have different Size" if a_o's size is not
+/// the permuted one.
+void ShiftCoordinate(Image3D& a_o, const Image3D& a_i, bool dir, StreamT st = nullptr);
+/// a_o(x) = a_i(x + start) over a_o's grid; voxels outside a_i give 0.
+void SubVol(Image3D& a_o, const Image3D& a_i, const Vec3Di& start, StreamT st = nullptr);
+/// a_o(x + start) = a_i(x) where x + start lies inside a_o (the rest of a_o is kept).
+void SetSubVol_I(Image3D& a_o, const Image3D& a_i, const Vec3Di& start, StreamT st = nullptr);
+/// Voxel-grid resampling of a_i onto a_o's size (spacing and origin are not
+/// used): a_o(x) = a_i(x * r + o), r = size_i / size_o per axis, o = (r - 1)/2
+/// with useOriginOffset (centred samples), else 0. Equal sizes copy.
+/// bg: CLAMP, WRAP, ZERO, PARTIAL_ZERO ("Unknown background strategy").
+void Resample(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
+              InterpT interp = INTERP_LINEAR, bool useOriginOffset = true, StreamT st = nullptr);
+/// World-coordinate resampling: a_o(x) = a_i at the world point of a_o's
+/// voxel x, i.e. at ((x * sp_o + org_o) - org_i) / sp_i in a_i's voxels.
+void ResampleWorld(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
+                   InterpT interp = INTERP_LINEAR, StreamT st = nullptr);
+/// Adjoint of ResampleWorld: every voxel of a_i is splatted (trilinear
+/// weights) at its world point into a_o, ACCUMULATING into a_o (legacy: zero
+/// it first); the weighted form also accumulates the weights into a_w. bg is
+/// checked as for ResampleWorld and otherwise unused.
+void SplatWorld(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
+                StreamT st = nullptr);
+void SplatWorld(Image3D& a_o, const Image3D& a_i, Image3D& a_w,
+                BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP, StreamT st = nullptr);
+/// a_o(x) = sum_k kernel(k) a_i(x + k - r) over the odd-sized kernel image
+/// (r = half its size), neighbours clamped at the borders. This is a
+/// correlation, as in the legacy library (flip the kernel for a convolution).
+/// Throws "Only odd-sized kernels allowed in convolution".
+void Convolve(Image3D& a_o, const Image3D& a_i, const Image3D& kernel, StreamT st = nullptr);
 
 }  // namespace Opers
 }  // namespace PyCA

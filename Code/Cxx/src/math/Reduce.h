@@ -31,6 +31,7 @@
 #include <omp.h>
 #endif
 
+#include "CpuFeatures.h"
 #include "Elementwise.h"
 
 namespace PyCA {
@@ -200,14 +201,6 @@ template <class Map, class Comb, class... P>
 __attribute__((target("avx2"))) typename Comb::T cpuReduceRangeAvx2(const Map m, const Comb comb,
                                                                     size_t lo, size_t hi, P... in) {
   return cpuReduceBody(m, comb, lo, hi, in...);
-}
-
-inline bool cpuHasAvx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return has;
 }
 #endif
 

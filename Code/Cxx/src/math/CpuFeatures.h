@@ -1,0 +1,25 @@
+// CpuFeatures.h -- run-time CPU feature checks for the loops compiled twice
+// (baseline and AVX2) by the CPU back end.
+#ifndef __PYCA_CPU_FEATURES_H__
+#define __PYCA_CPU_FEATURES_H__
+
+namespace PyCA {
+namespace detail {
+
+/// True if the CPU runs AVX2 (checked once; false off x86).
+inline bool cpuHasAvx2() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+}  // namespace detail
+}  // namespace PyCA
+
+#endif

@@ -1,0 +1,309 @@
+// Splat.h -- splatting (the adjoint of trilinear interpolation): every source
+// voxel pushes its value(s) to the 8 grid corners around its point with the
+// trilinear weights; corners outside the grid are dropped (mass leaves the
+// grid there, as in the legacy library).
+//
+// A splat source is a functor
+//   static constexpr int K;                        values per voxel (1 or 3)
+//   PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i,
+//                                   float& px, float& py, float& pz,
+//                                   float v[K]) const;
+// giving, for source voxel (x, y, z) of index i, the point (in voxel
+// coordinates of the target grid) and the values to push there. Splat,
+// SplatField, SplatH, SplatV, SplatWorld and Ad are such sources; splatPoint
+// below is the one corner loop all of them run.
+//
+// Back ends:
+//  * CPU: deterministic for a fixed thread count. The source rows are cut
+//    into one block per OpenMP thread; each block accumulates into a private
+//    slab covering the target planes its points reach (found in a first
+//    pass), and the slabs are then summed plane by plane in block order.
+//    The slabs are private allocations freed before returning; their total
+//    size is bounded (a block whose points spread over the whole grid makes
+//    the splat run as a single block).
+//  * GPU: floating-point atomicAdd into the zeroed target (no fixed-point
+//    scaling, hence no overflow for large values; the order of additions,
+//    and so the last bits, may vary from run to run).
+#ifndef __PYCA_SPLAT_H__
+#define __PYCA_SPLAT_H__
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "VoxelLaunch.h"
+#include "interp.h"
+
+namespace PyCA {
+namespace detail {
+
+/// Calls add(index, weight, cx, cy, cz) for every in-range corner (cx, cy, cz)
+/// of point (x, y, z) of a sx * sy * sz grid.
+template <class Index, class Add>
+PYCA_HOSTDEVICE PYCA_FORCEINLINE void splatPoint(float x, float y, float z, int sx, int sy, int sz,
+                                                 const Add& add) {
+  x = interpSanitize(x);
+  y = interpSanitize(y);
+  z = interpSanitize(z);
+  const int x0 = floorToInt(x), y0 = floorToInt(y), z0 = floorToInt(z);
+  const float tx = x - float(x0), ty = y - float(y0), tz = z - float(z0);
+  const float wx[2] = {1.f - tx, tx}, wy[2] = {1.f - ty, ty}, wz[2] = {1.f - tz, tz};
+  for (int c = 0; c < 8; ++c) {
+    const int a = c & 1, b = (c >> 1) & 1, d = c >> 2;
+    const int cx = x0 + a, cy = y0 + b, cz = z0 + d;
+    if (!isInside3D(cx, cy, cz, sx, sy, sz)) continue;
+    add(voxelIndex<Index>(cx, cy, cz, sx, sy), wx[a] * wy[b] * wz[d], cx, cy, cz);
+  }
+}
+
+/// What happens to the target: overwritten with the splat, accumulated into
+/// (SplatWorld), or overwritten with the splat divided by the splatted
+/// weights (normalize=true; 0 where no weight arrived).
+enum SplatMode { SPLAT_OVERWRITE, SPLAT_ACCUMULATE, SPLAT_NORMALIZE };
+
+/// The target arrays: out[0..K-1] on a grid of size (sx, sy, sz); weights,
+/// if non-null, accumulates the splatted weights (SPLAT_ACCUMULATE only).
+struct SplatTarget {
+  float* out[3];
+  float* weights;
+  int sx, sy, sz;
+};
+
+// ---- CPU -------------------------------------------------------------------------
+
+/// The target is cut into planes along its last axis of extent > 1.
+struct SplatPlanes {
+  size_t planeSize;
+  int nPlanes;
+  int axis;  // 2: z planes, 1: y rows, 0: single voxels
+};
+inline SplatPlanes splatPlanes(int sx, int sy, int sz) {
+  if (sz > 1) return {size_t(sx) * size_t(sy), sz, 2};
+  if (sy > 1) return {size_t(sx), sy, 1};
+  return {size_t(1), sx, 0};
+}
+
+/// One block of source rows and the slab of target planes it accumulates into.
+struct SplatBlock {
+  long long rowLo = 0, rowHi = 0;  // source rows [rowLo, rowHi)
+  int pLo = 0, pHi = -1;           // target planes [pLo, pHi]; empty if pHi < pLo
+  size_t len = 0;                  // floats per channel
+  std::unique_ptr<float[]> buf;    // channel-major: buf[c * len + j]
+};
+
+template <class Src, class Fn>
+void forEachSourceVoxel(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, const Fn& fn) {
+  constexpr int K = Src::K;
+  for (long long r = rowLo; r < rowHi; ++r) {
+    const int y = int(r % ssy), z = int(r / ssy);
+    const size_t base = size_t(r) * size_t(ssx);
+    for (int x = 0; x < ssx; ++x) {
+      float px, py, pz, v[K];
+      src(x, y, z, base + size_t(x), px, py, pz, v);
+      fn(px, py, pz, v);
+    }
+  }
+}
+
+template <class Index, class Src>
+void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode mode) {
+  constexpr int K = Src::K;
+  const bool withW = mode == SPLAT_NORMALIZE || t.weights != nullptr;
+  const int C = K + (withW ? 1 : 0);
+  const SplatPlanes pl = splatPlanes(t.sx, t.sy, t.sz);
+  const size_t nOut = size_t(t.sx) * size_t(t.sy) * size_t(t.sz);
+  const long long rows = (long long)ss.y * ss.z;
+  const size_t nSrc = size_t(rows) * size_t(ss.x);
+
+  int nb = 1;
+#ifdef _OPENMP
+  if (nSrc >= kOmpMinVoxels) nb = omp_get_max_threads();
+#endif
+  if (nb > rows) nb = int(rows > 0 ? rows : 1);
+  std::vector<SplatBlock> blocks(static_cast<size_t>(nb));
+  for (int b = 0; b < nb; ++b) {
+    blocks[b].rowLo = rows * b / nb;
+    blocks[b].rowHi = rows * (b + 1) / nb;
+  }
+  auto planeOf = [&](int cx, int cy, int cz) { return pl.axis == 2 ? cz : (pl.axis == 1 ? cy : cx); };
+
+  // Pass 1: the planes each block reaches.
+  if (nb > 1) {
+#pragma omp parallel for schedule(static, 1)
+    for (int b = 0; b < nb; ++b) {
+      int lo = pl.nPlanes, hi = -1;
+      forEachSourceVoxel(src, ss.x, ss.y, blocks[b].rowLo, blocks[b].rowHi,
+                         [&](float px, float py, float pz, const float*) {
+                           splatPoint<Index>(px, py, pz, t.sx, t.sy, t.sz,
+                                             [&](Index, float, int cx, int cy, int cz) {
+                             const int p = planeOf(cx, cy, cz);
+                             lo = p < lo ? p : lo;
+                             hi = p > hi ? p : hi;
+                           });
+                         });
+      blocks[b].pLo = lo;
+      blocks[b].pHi = hi;
+    }
+    size_t total = 0;
+    for (const SplatBlock& bl : blocks)
+      if (bl.pHi >= bl.pLo) total += size_t(bl.pHi - bl.pLo + 1) * pl.planeSize;
+    if (total > 2 * nOut + size_t(nb) * pl.planeSize * 4) {
+      // The points spread too far for per-block slabs: one block.
+      blocks.resize(1);
+      blocks[0].rowLo = 0;
+      blocks[0].rowHi = rows;
+      nb = 1;
+    }
+  }
+  if (nb == 1) {
+    blocks[0].pLo = 0;
+    blocks[0].pHi = pl.nPlanes - 1;
+  }
+  for (SplatBlock& bl : blocks) {
+    if (bl.pHi < bl.pLo) continue;
+    bl.len = size_t(bl.pHi - bl.pLo + 1) * pl.planeSize;
+    bl.buf.reset(new float[bl.len * size_t(C)]);
+  }
+
+  // Pass 2: each block splats its rows into its slab.
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+  for (int b = 0; b < nb; ++b) {
+    SplatBlock& bl = blocks[b];
+    if (!bl.buf) continue;
+    float* buf = bl.buf.get();
+    std::fill(buf, buf + bl.len * size_t(C), 0.f);
+    const Index off = Index(bl.pLo) * Index(pl.planeSize);
+    const size_t len = bl.len;
+    forEachSourceVoxel(src, ss.x, ss.y, bl.rowLo, bl.rowHi, [&](float px, float py, float pz, const float* v) {
+      splatPoint<Index>(px, py, pz, t.sx, t.sy, t.sz, [&](Index idx, float w, int, int, int) {
+        const size_t j = size_t(idx - off);
+        for (int c = 0; c < K; ++c) buf[size_t(c) * len + j] += w * v[c];
+        if (withW) buf[size_t(K) * len + j] += w;
+      });
+    });
+  }
+
+  // Pass 3: sum the slabs plane by plane, in block order.
+  const int np = pl.nPlanes;
+#pragma omp parallel for schedule(static) if (nOut >= kOmpMinVoxels)
+  for (int p = 0; p < np; ++p) {
+    const size_t j0 = size_t(p) * pl.planeSize, n = pl.planeSize;
+    float acc[4][64];
+    for (size_t s = 0; s < n; s += 64) {
+      const size_t m = n - s < 64 ? n - s : 64;
+      for (int c = 0; c < C; ++c) std::fill(acc[c], acc[c] + m, 0.f);
+      for (const SplatBlock& bl : blocks) {
+        if (!bl.buf || p < bl.pLo || p > bl.pHi) continue;
+        const size_t o = j0 + s - size_t(bl.pLo) * pl.planeSize;
+        for (int c = 0; c < C; ++c) {
+          const float* src_c = bl.buf.get() + size_t(c) * bl.len + o;
+          for (size_t k = 0; k < m; ++k) acc[c][k] += src_c[k];
+        }
+      }
+      for (int c = 0; c < K; ++c) {
+        float* o = t.out[c] + j0 + s;
+        if (mode == SPLAT_ACCUMULATE) {
+          for (size_t k = 0; k < m; ++k) o[k] += acc[c][k];
+        } else if (mode == SPLAT_NORMALIZE) {
+          for (size_t k = 0; k < m; ++k) o[k] = acc[K][k] > 0.f ? acc[c][k] / acc[K][k] : 0.f;
+        } else {
+          for (size_t k = 0; k < m; ++k) o[k] = acc[c][k];
+        }
+      }
+      if (t.weights) {
+        float* o = t.weights + j0 + s;
+        for (size_t k = 0; k < m; ++k) o[k] += acc[K][k];
+      }
+    }
+  }
+}
+
+// ---- GPU -------------------------------------------------------------------------
+
+#ifdef __CUDACC__
+template <class Index, class Src>
+__global__ void splatKernel(const Src src, int ssx, int ssy, int ssz, SplatTarget t, float* w) {
+  constexpr int K = Src::K;
+  const int x = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (x >= ssx) return;
+  const long long rows = (long long)ssy * ssz;
+  for (long long r = (long long)blockIdx.y * blockDim.y + threadIdx.y; r < rows;
+       r += (long long)gridDim.y * blockDim.y) {
+    float px, py, pz, v[K];
+    src(x, int(r % ssy), int(r / ssy), size_t(r) * size_t(ssx) + size_t(x), px, py, pz, v);
+    splatPoint<Index>(px, py, pz, t.sx, t.sy, t.sz, [&](Index idx, float wt, int, int, int) {
+      for (int c = 0; c < K; ++c) atomicAdd(t.out[c] + idx, wt * v[c]);
+      if (w) atomicAdd(w + idx, wt);
+    });
+  }
+}
+
+/// out[c] = w > 0 ? out[c] / w : 0.
+struct SplatNormalize {
+  float* out[3];
+  const float* w;
+  int k;
+  PYCA_HOSTDEVICE void operator()(int, int, int, size_t i) const {
+    const float wi = w[i];
+    for (int c = 0; c < k; ++c) out[c][i] = wi > 0.f ? out[c][i] / wi : 0.f;
+  }
+};
+
+/// GPU splat; weightScratch (nOut floats) is needed for SPLAT_NORMALIZE.
+template <class Index, class Src>
+void gpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode mode, float* weightScratch,
+              StreamT st) {
+  constexpr int K = Src::K;
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(st);
+  const size_t nOut = size_t(t.sx) * size_t(t.sy) * size_t(t.sz);
+  if (mode != SPLAT_ACCUMULATE)
+    for (int c = 0; c < K; ++c) cudaMemsetAsync(t.out[c], 0, nOut * sizeof(float), s);
+  float* w = t.weights;
+  if (mode == SPLAT_NORMALIZE) {
+    w = weightScratch;
+    cudaMemsetAsync(w, 0, nOut * sizeof(float), s);
+  }
+  const long long rows = (long long)ss.y * ss.z;
+  long long gy = (rows + 7) / 8;
+  if (gy > 65535) gy = 65535;
+  splatKernel<Index><<<dim3(unsigned((ss.x + 31) / 32), unsigned(gy)), dim3(32, 8), 0, s>>>(src, ss.x, ss.y,
+                                                                                          ss.z, t, w);
+  checkLaunch(__FILE__, __LINE__);
+  if (mode == SPLAT_NORMALIZE) {
+    SplatNormalize nf{{t.out[0], t.out[1], t.out[2]}, w, K};
+    gpuForEachVoxel(nf, t.sx, t.sy, t.sz, st);
+  }
+}
+#endif
+
+/// Splats src (a source grid of size ss) into t on the back end of mt.
+/// The caller makes sure no target array aliases an array src reads.
+template <class Index, class Src>
+void splat(MemoryType mt, const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode mode,
+           float* gpuWeightScratch, StreamT st) {
+  if (t.sx <= 0 || t.sy <= 0 || t.sz <= 0) return;
+  if (mt == MEM_DEVICE) {
+#ifdef __CUDACC__
+    if (ss.x > 0 && ss.y > 0 && ss.z > 0) {
+      gpuSplat<Index>(src, ss, t, mode, gpuWeightScratch, st);
+    } else if (mode != SPLAT_ACCUMULATE) {
+      const size_t nOut = size_t(t.sx) * size_t(t.sy) * size_t(t.sz);
+      for (int c = 0; c < Src::K; ++c)
+        cudaMemsetAsync(t.out[c], 0, nOut * sizeof(float), reinterpret_cast<cudaStream_t>(st));
+    }
+#else
+    (void)gpuWeightScratch;
+    throwGpuNotCompiled(__FILE__, __LINE__);
+#endif
+  } else {
+    (void)gpuWeightScratch;
+    (void)st;
+    cpuSplat<Index>(src, ss, t, mode);
+  }
+}
+
+}  // namespace detail
+}  // namespace PyCA
+
+#endif

@@ -1,0 +1,300 @@
+// Warp.cxx -- the interpolation-based operators: deforming images and fields
+// (ApplyH, ApplyV, ApplyVInv, ComposeTranslation), composing deformations
+// (Compose*, UpdateInverse, FixedPointInverse), resampling (Resample*,
+// ResampleWorld) and CoAd. Each is: checks, the strategy dispatch, then one
+// voxel functor of DeformKernels.h run by forEachVoxel.
+#include "FOpers.h"
+#include "HFOpers.h"
+#include "IFOpers.h"
+#include "IOpers.h"
+#include "VFOpers.h"
+
+#include "Apply.h"
+#include "DeformKernels.h"
+#include "MemAlloc.h"
+#include "OpDispatch.h"
+#include "Scratch.h"
+#include "VoxelLaunch.h"
+
+namespace PyCA {
+namespace Opers {
+
+using detail::BG_FIELD;
+using detail::BG_HFIELD;
+using detail::BG_IMAGE;
+using detail::BG_VFIELD;
+using detail::checkAll;
+using detail::dataOf;
+using detail::forEachVoxel;
+using detail::Unaliased;
+
+namespace {
+
+const char* const kImageBgMsg = "Unknown/unimplemented background strategy";
+const char* const kResampleBgMsg = "Unknown background strategy";
+const char* const kFieldBgMsg = "Unknown/unsupported background strategy";
+
+void checkMemTypes(const Image3D& o, const Image3D& i) { MK_CHECK2_MEM(o, i); }
+void checkMemTypes(const Field3D& o, const Field3D& i) { MK_CHECK2_MEM(o, i); }
+
+/// Voxel-coordinate step k = s / spacing (V-fields added to voxel coordinates).
+kern::AtV atV(const Field3D& v, float s) {
+  const Vec3Df& sp = v.spacing();
+  return kern::AtV{dataOf(v, 0), dataOf(v, 1), dataOf(v, 2), s / sp.x, s / sp.y, s / sp.z};
+}
+kern::AtH atH(const Field3D& h) { return kern::AtH{dataOf(h, 0), dataOf(h, 1), dataOf(h, 2)}; }
+kern::AtLin atShift(const Vec3Df& t) { return kern::AtLin{1.f, t.x, 1.f, t.y, 1.f, t.z}; }
+
+/// a_o(x) = a_i(at(x)) for images.
+template <class At>
+void warpImage(Image3D& a_o, const Image3D& a_i, const At& at, BackgroundStrategy bg, InterpT interp,
+               const char* bgMsg, StreamT st) {
+  detail::dispatchBg<BG_IMAGE>(bg, bgMsg, [&](auto b) {
+    detail::dispatchInterp(interp, [&](auto it) {
+      Unaliased<Image3D> in(a_i, st, a_o);
+      const Image3D& src = in;
+      const Vec3Di s = src.size();
+      detail::dispatchIndex(src.nVox(), [&](auto ix) {
+        using I = typename decltype(ix)::type;
+        using Sampler = kern::ImageSampler<decltype(b)::value, decltype(it)::value, I>;
+        const kern::WarpImage<At, Sampler> fn{at, Sampler{dataOf(src), s.x, s.y, s.z}, dataOf(a_o)};
+        forEachVoxel(a_o.memType(), fn, a_o.size(), st);
+      });
+    });
+  });
+}
+
+/// a_o(x) = post(at(x), a_i(at(x))) for fields, bg from the strategy set.
+template <detail::BgSet set, class At, class Post>
+void warpField(Field3D& a_o, const Field3D& a_i, const At& at, const Post& post, BackgroundStrategy bg,
+               const char* bgMsg, StreamT st) {
+  detail::dispatchBg<set>(bg, bgMsg, [&](auto b) {
+    Unaliased<Field3D> in(a_i, st, a_o);
+    const Field3D& src = in;
+    const Vec3Di s = src.size();
+    detail::dispatchIndex(src.nVox(), [&](auto ix) {
+      using I = typename decltype(ix)::type;
+      using Sampler = kern::FieldSampler<decltype(b)::value, I>;
+      const kern::WarpField<At, Sampler, Post> fn{
+          at, Sampler{dataOf(src, 0), dataOf(src, 1), dataOf(src, 2), s.x, s.y, s.z}, post,
+          dataOf(a_o, 0), dataOf(a_o, 1), dataOf(a_o, 2)};
+      forEachVoxel(a_o.memType(), fn, a_o.size(), st);
+    });
+  });
+}
+
+/// Sampling point and scale of the voxel-grid resampling from size si to so.
+kern::AtLin resampleAt(const Vec3Di& si, const Vec3Di& so, bool centred) {
+  const float rx = float(si.x) / float(so.x), ry = float(si.y) / float(so.y), rz = float(si.z) / float(so.z);
+  return centred ? kern::AtLin{rx, (rx - 1.f) / 2.f, ry, (ry - 1.f) / 2.f, rz, (rz - 1.f) / 2.f}
+                 : kern::AtLin{rx, 0.f, ry, 0.f, rz, 0.f};
+}
+
+void copyData(Image3D& a_o, const Image3D& a_i, StreamT st) {
+  CopyMemory(dataOf(a_o), a_o.memType(), dataOf(a_i), a_i.memType(), a_o.nVox() * sizeof(float), st);
+}
+void copyData(Field3D& a_o, const Field3D& a_i, StreamT st) {
+  for (int d = 0; d < 3; ++d)
+    CopyMemory(dataOf(a_o, d), a_o.memType(), dataOf(a_i, d), a_i.memType(), a_o.nVox() * sizeof(float),
+               st);
+}
+
+void resampleField(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg, bool rescaleVector, StreamT st) {
+  checkMemTypes(a_o, a_i);
+  PRECONDITION(detail::bgAccepted(BG_FIELD, bg), kFieldBgMsg);
+  const Vec3Di si = a_i.size(), so = a_o.size();
+  if (si == so) {
+    if (!detail::overlaps(a_o, a_i)) copyData(a_o, a_i, st);
+    return;
+  }
+  const kern::AtLin at = resampleAt(si, so, true);
+  if (rescaleVector)
+    warpField<BG_FIELD>(a_o, a_i, at, kern::PostScale{1.f / at.ax, 1.f / at.ay, 1.f / at.az}, bg, kFieldBgMsg,
+                        st);
+  else
+    warpField<BG_FIELD>(a_o, a_i, at, kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+}  // namespace
+
+// ---- images (IFOpers.h, IOpers.h) ------------------------------------------------
+
+void ApplyH(Image3D& a_o, const Image3D& a_i, const Field3D& a_h, BackgroundStrategy bg, InterpT interp,
+            StreamT st) {
+  checkAll(a_o, a_i, a_h);
+  warpImage(a_o, a_i, atH(a_h), bg, interp, kImageBgMsg, st);
+}
+
+void ApplyV(Image3D& a_o, const Image3D& a_i, const Field3D& a_u, const float& delta, BackgroundStrategy bg,
+            InterpT interp, StreamT st, bool) {
+  checkAll(a_o, a_i, a_u);
+  warpImage(a_o, a_i, atV(a_u, delta), bg, interp, kImageBgMsg, st);
+}
+
+void ApplyVInv(Image3D& a_o, const Image3D& a_i, const Field3D& a_u, const float& delta, BackgroundStrategy bg,
+               InterpT interp, StreamT st, bool) {
+  checkAll(a_o, a_i, a_u);
+  warpImage(a_o, a_i, atV(a_u, -delta), bg, interp, kImageBgMsg, st);
+}
+
+void ComposeTranslation(Image3D& a_o, const Image3D& a_i, const Vec3Df& t, BackgroundStrategy bg,
+                        InterpT interp, StreamT st, bool) {
+  checkAll(a_o, a_i);
+  warpImage(a_o, a_i, atShift(t), bg, interp, kImageBgMsg, st);
+}
+
+void Resample(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg, InterpT interp, bool useOriginOffset,
+              StreamT st) {
+  checkMemTypes(a_o, a_i);
+  PRECONDITION(detail::bgAccepted(BG_IMAGE, bg), kResampleBgMsg);
+  PRECONDITION(interp == INTERP_NN || interp == INTERP_LINEAR || interp == INTERP_CUBIC,
+               "Unknown interpolation strategy");
+  const Vec3Di si = a_i.size(), so = a_o.size();
+  if (si == so) {
+    if (!detail::overlaps(a_o, a_i)) copyData(a_o, a_i, st);
+    return;
+  }
+  warpImage(a_o, a_i, resampleAt(si, so, useOriginOffset), bg, interp, kResampleBgMsg, st);
+}
+
+void ResampleWorld(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg, InterpT interp, StreamT st) {
+  checkMemTypes(a_o, a_i);
+  const Vec3Df &so = a_o.spacing(), &oo = a_o.origin(), &si = a_i.spacing(), &oi = a_i.origin();
+  const kern::AtLin at{so.x / si.x, (oo.x - oi.x) / si.x, so.y / si.y, (oo.y - oi.y) / si.y,
+                       so.z / si.z, (oo.z - oi.z) / si.z};
+  warpImage(a_o, a_i, at, bg, interp, kResampleBgMsg, st);
+}
+
+// ---- fields (FOpers.h) -----------------------------------------------------------
+
+void ApplyH(Field3D& a_o, const Field3D& a_i, const Field3D& h, BackgroundStrategy bg, StreamT st) {
+  checkAll(a_o, a_i, h);
+  warpField<BG_FIELD>(a_o, a_i, atH(h), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ApplyV(Field3D& a_o, const Field3D& a_i, const Field3D& u, BackgroundStrategy bg, const float& delta,
+            StreamT st, bool) {
+  checkAll(a_o, a_i, u);
+  warpField<BG_FIELD>(a_o, a_i, atV(u, delta), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ApplyVInv(Field3D& a_o, const Field3D& a_i, const Field3D& u, BackgroundStrategy bg, const float& delta,
+               StreamT st, bool) {
+  checkAll(a_o, a_i, u);
+  warpField<BG_FIELD>(a_o, a_i, atV(u, -delta), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ComposeTranslation(Field3D& a_h, const Field3D& a_f, const Vec3Df& t, BackgroundStrategy bg, StreamT st,
+                        bool) {
+  checkAll(a_h, a_f);
+  warpField<BG_FIELD>(a_h, a_f, atShift(t), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ComposeHH(Field3D& a_f, const Field3D& a_g, const Field3D& a_h, BackgroundStrategy bg, StreamT st) {
+  checkAll(a_f, a_g, a_h);
+  warpField<BG_HFIELD>(a_f, a_g, atH(a_h), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ComposeVH(Field3D& a_h, const Field3D& a_v, const Field3D& a_g, const float& delta, BackgroundStrategy bg,
+               StreamT st, bool) {
+  checkAll(a_h, a_v, a_g);
+  const Vec3Df& sp = a_h.spacing();
+  warpField<BG_VFIELD>(a_h, a_v, atH(a_g), kern::PostAddPoint{delta / sp.x, delta / sp.y, delta / sp.z}, bg,
+                       kFieldBgMsg, st);
+}
+
+void ComposeVInvH(Field3D& a_h, const Field3D& a_v, const Field3D& a_g, const float& delta,
+                  BackgroundStrategy bg, StreamT st, bool) {
+  checkAll(a_h, a_v, a_g);
+  const Vec3Df& sp = a_h.spacing();
+  warpField<BG_VFIELD>(a_h, a_v, atH(a_g), kern::PostAddPoint{-delta / sp.x, -delta / sp.y, -delta / sp.z},
+                       bg, kFieldBgMsg, st);
+}
+
+void ComposeHV(Field3D& a_h, const Field3D& a_g, const Field3D& a_v, const float& delta, BackgroundStrategy bg,
+               StreamT st, bool) {
+  checkAll(a_h, a_g, a_v);
+  warpField<BG_HFIELD>(a_h, a_g, atV(a_v, delta), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ComposeHVInv(Field3D& a_h, const Field3D& a_g, const Field3D& a_v, const float& delta,
+                  BackgroundStrategy bg, StreamT st, bool) {
+  checkAll(a_h, a_g, a_v);
+  warpField<BG_HFIELD>(a_h, a_g, atV(a_v, -delta), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ComposeHTranslation(Field3D& h, const Field3D& f, const Vec3Df& t, BackgroundStrategy bg, StreamT st,
+                         bool) {
+  checkAll(h, f);
+  warpField<BG_FIELD>(h, f, atShift(t), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void ComposeVTranslation(Field3D& v, const Field3D& g, const Vec3Df& t, BackgroundStrategy bg, StreamT st,
+                         bool) {
+  checkAll(v, g);
+  warpField<BG_FIELD>(v, g, atShift(t), kern::PostNone{}, bg, kFieldBgMsg, st);
+}
+
+void Resample(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg, bool rescaleVector, StreamT st) {
+  resampleField(a_o, a_i, bg, rescaleVector, st);
+}
+void ResampleH(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg, bool rescaleVector, StreamT st) {
+  resampleField(a_o, a_i, bg, rescaleVector, st);
+}
+void ResampleV(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg, bool rescaleVector, StreamT st) {
+  resampleField(a_o, a_i, bg, rescaleVector, st);
+}
+
+void UpdateInverse(Field3D& ginv0t1, Field3D& scratchV, const Field3D& ginv0t, const Field3D& w,
+                   unsigned int numIter, StreamT st, bool) {
+  checkAll(ginv0t1, scratchV, ginv0t, w);
+  // ginv0t is sampled at every iteration: keep a copy if the output is it.
+  Unaliased<Field3D> g0(ginv0t, st, ginv0t1, scratchV);
+  Unaliased<Field3D> ws(w, st, ginv0t1, scratchV);
+  copyData(ginv0t1, g0, st);
+  for (unsigned int k = 0; k < numIter; ++k) {
+    // scratchV = w o ginv0t1; ginv0t1 = ginv0t o (Id - scratchV)
+    ApplyH(scratchV, ws, ginv0t1, BACKGROUND_STRATEGY_PARTIAL_ZERO, st);
+    const kern::AtV at{dataOf(scratchV, 0), dataOf(scratchV, 1), dataOf(scratchV, 2), -1.f, -1.f, -1.f};
+    warpField<BG_FIELD>(ginv0t1, g0, at, kern::PostNone{}, BACKGROUND_STRATEGY_PARTIAL_ID, kFieldBgMsg, st);
+  }
+}
+
+void FixedPointInverse(Field3D& ginv, const Field3D& g, unsigned int numIter, StreamT st, bool) {
+  checkAll(ginv, g);
+  Unaliased<Field3D> gs(g, st, ginv);
+  InverseZerothOrder(ginv, gs, st);
+  if (numIter == 0) return;
+  std::unique_ptr<Field3D> r = detail::scratchField(ginv.grid(), ginv.memType());
+  for (unsigned int k = 0; k < numIter; ++k) {
+    ComposeHH(*r, gs, ginv, BACKGROUND_STRATEGY_PARTIAL_ID, st);  // r = g o ginv
+    const kern::SubAddIdentity fn{dataOf(ginv, 0), dataOf(ginv, 1), dataOf(ginv, 2), dataOf(*r, 0), dataOf(*r, 1),
+                                  dataOf(*r, 2), dataOf(ginv, 0), dataOf(ginv, 1), dataOf(ginv, 2)};
+    forEachVoxel(ginv.memType(), fn, ginv.size(), st);
+  }
+}
+
+void CoAd(Field3D& n, const Field3D& g, const Field3D& m, BackgroundStrategy bg, StreamT st, bool) {
+  checkAll(n, g, m);
+  detail::dispatchBg<BG_VFIELD>(bg, kFieldBgMsg, [&](auto b) {
+    Unaliased<Field3D> gs(g, st, n), ms(m, st, n);
+    const Field3D &G = gs, &Mf = ms;
+    const Vec3Di s = n.size();
+    detail::dispatchIndex(n.nVox(), [&](auto ix) {
+      using I = typename decltype(ix)::type;
+      using Sampler = kern::FieldSampler<decltype(b)::value, I>;
+      const kern::CoAdOp<Sampler> fn{dataOf(G, 0),
+                                     dataOf(G, 1),
+                                     dataOf(G, 2),
+                                     Sampler{dataOf(Mf, 0), dataOf(Mf, 1), dataOf(Mf, 2), s.x, s.y, s.z},
+                                     detail::VoxelCentral{s.x, s.y, s.z, 1.f, 1.f, 1.f},
+                                     dataOf(n, 0),
+                                     dataOf(n, 1),
+                                     dataOf(n, 2)};
+      forEachVoxel(n.memType(), fn, s, st);
+    });
+  });
+}
+
+}  // namespace Opers
+}  // namespace PyCA
