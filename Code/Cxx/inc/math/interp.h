@@ -148,14 +148,24 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float triLerp(const float* img, float x, float 
     const Index r10 = Index(sx) * (Index(y1) + Index(sy) * z0);
     const Index r01 = Index(sx) * (Index(y0) + Index(sy) * z1);
     const Index r11 = Index(sx) * (Index(y1) + Index(sy) * z1);
-    v000 = (ix0 && iy0 && iz0) ? img[r00 + x0] : b;
-    v100 = (ix1 && iy0 && iz0) ? img[r00 + x1] : b;
-    v010 = (ix0 && iy1 && iz0) ? img[r10 + x0] : b;
-    v110 = (ix1 && iy1 && iz0) ? img[r10 + x1] : b;
-    v001 = (ix0 && iy0 && iz1) ? img[r01 + x0] : b;
-    v101 = (ix1 && iy0 && iz1) ? img[r01 + x1] : b;
-    v011 = (ix0 && iy1 && iz1) ? img[r11 + x0] : b;
-    v111 = (ix1 && iy1 && iz1) ? img[r11 + x1] : b;
+    // Unconditional loads (the clamped addresses are valid), then selects:
+    // no control flow, so the CPU loop vectorises.
+    v000 = img[r00 + x0];
+    v100 = img[r00 + x1];
+    v010 = img[r10 + x0];
+    v110 = img[r10 + x1];
+    v001 = img[r01 + x0];
+    v101 = img[r01 + x1];
+    v011 = img[r11 + x0];
+    v111 = img[r11 + x1];
+    v000 = (ix0 && iy0 && iz0) ? v000 : b;
+    v100 = (ix1 && iy0 && iz0) ? v100 : b;
+    v010 = (ix0 && iy1 && iz0) ? v010 : b;
+    v110 = (ix1 && iy1 && iz0) ? v110 : b;
+    v001 = (ix0 && iy0 && iz1) ? v001 : b;
+    v101 = (ix1 && iy0 && iz1) ? v101 : b;
+    v011 = (ix0 && iy1 && iz1) ? v011 : b;
+    v111 = (ix1 && iy1 && iz1) ? v111 : b;
   }
   const float a = v000 + tx * (v100 - v000);
   const float bb = v010 + tx * (v110 - v010);
@@ -252,8 +262,48 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float point_interp(const float* img, float x, f
 
 // ---- fields ------------------------------------------------------------------------
 
+/// The 8 trilinear corners of a field sample: valid addresses, weights and
+/// in-range flags of the unmapped corner coordinates.
+template <class Index>
+struct FieldCorners {
+  Index i000, i100, i010, i110, i001, i101, i011, i111;
+  float w000, w100, w010, w110, w001, w101, w011, w111;
+  bool ix0, ix1, iy0, iy1, iz0, iz1;
+  int x0, y0, z0;
+};
+
+/// One component of a field sample: the corners blended; with a partial
+/// strategy a corner outside contributes 0 (PARTIAL_ZERO) or its own
+/// coordinate along this component's axis (PARTIAL_ID).
+template <BackgroundStrategy bg, class Index>
+PYCA_HOSTDEVICE PYCA_FORCEINLINE float fieldBlend(const float* f, int axis, const FieldCorners<Index>& k) {
+  float v000 = f[k.i000], v100 = f[k.i100], v010 = f[k.i010], v110 = f[k.i110];
+  float v001 = f[k.i001], v101 = f[k.i101], v011 = f[k.i011], v111 = f[k.i111];
+  if (!BgTraits<bg>::kRemaps && !BgTraits<bg>::kAllOrNothing) {
+    float c0 = 0.f, c1 = 0.f;  // identity values at the two corner planes of this axis
+    if (BgTraits<bg>::kIdentity) {
+      c0 = float(axis == 0 ? k.x0 : (axis == 1 ? k.y0 : k.z0));
+      c1 = c0 + 1.f;
+    }
+    const float a0 = axis == 0 ? c0 : 0.f, a1 = axis == 0 ? c1 : 0.f;  // along x
+    const float b0 = axis == 1 ? c0 : 0.f, b1 = axis == 1 ? c1 : 0.f;  // along y
+    const float d0 = axis == 2 ? c0 : 0.f, d1 = axis == 2 ? c1 : 0.f;  // along z
+    v000 = (k.ix0 && k.iy0 && k.iz0) ? v000 : a0 + b0 + d0;
+    v100 = (k.ix1 && k.iy0 && k.iz0) ? v100 : a1 + b0 + d0;
+    v010 = (k.ix0 && k.iy1 && k.iz0) ? v010 : a0 + b1 + d0;
+    v110 = (k.ix1 && k.iy1 && k.iz0) ? v110 : a1 + b1 + d0;
+    v001 = (k.ix0 && k.iy0 && k.iz1) ? v001 : a0 + b0 + d1;
+    v101 = (k.ix1 && k.iy0 && k.iz1) ? v101 : a1 + b0 + d1;
+    v011 = (k.ix0 && k.iy1 && k.iz1) ? v011 : a0 + b1 + d1;
+    v111 = (k.ix1 && k.iy1 && k.iz1) ? v111 : a1 + b1 + d1;
+  }
+  return k.w000 * v000 + k.w100 * v100 + k.w010 * v010 + k.w110 * v110 + k.w001 * v001 + k.w101 * v101 +
+         k.w011 * v011 + k.w111 * v111;
+}
+
 /// Trilinear sample (ox, oy, oz) of the field (fx, fy, fz) at (x, y, z)
-/// with the field strategies above.
+/// with the field strategies above. Branch-free (selects only), so the CPU
+/// loops vectorise.
 template <BackgroundStrategy bg, class Index = long long>
 PYCA_HOSTDEVICE PYCA_FORCEINLINE void triLerp(float& ox, float& oy, float& oz, const float* fx,
                                               const float* fy, const float* fz, float x, float y, float z,
@@ -261,79 +311,60 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void triLerp(float& ox, float& oy, float& oz, c
   x = interpSanitize(x);
   y = interpSanitize(y);
   z = interpSanitize(z);
-  int x0 = floorToInt(x), y0 = floorToInt(y), z0 = floorToInt(z);
+  FieldCorners<Index> k;
+  const int x0 = floorToInt(x), y0 = floorToInt(y), z0 = floorToInt(z);
+  const int x1 = x0 + 1, y1 = y0 + 1, z1 = z0 + 1;
   const float tx = x - float(x0), ty = y - float(y0), tz = z - float(z0);
-  int x1 = x0 + 1, y1 = y0 + 1, z1 = z0 + 1;
-  const float w[8] = {(1 - tx) * (1 - ty) * (1 - tz), tx * (1 - ty) * (1 - tz), (1 - tx) * ty * (1 - tz),
-                      tx * ty * (1 - tz),             (1 - tx) * (1 - ty) * tz, tx * (1 - ty) * tz,
-                      (1 - tx) * ty * tz,             tx * ty * tz};
-  Index idx[8];
-  bool in[8];
-  // Corner coordinates before remapping (the identity's value at a corner).
-  const int cx[2] = {x0, x1}, cy[2] = {y0, y1}, cz[2] = {z0, z1};
-  if (BgTraits<bg>::kRemaps) {
-    x0 = remapIndex<bg>(x0, sx);
-    x1 = remapIndex<bg>(x1, sx);
-    y0 = remapIndex<bg>(y0, sy);
-    y1 = remapIndex<bg>(y1, sy);
-    z0 = remapIndex<bg>(z0, sz);
-    z1 = remapIndex<bg>(z1, sz);
-  }
-  const bool ix[2] = {inRange(cx[0], sx), inRange(cx[1], sx)};
-  const bool iy[2] = {inRange(cy[0], sy), inRange(cy[1], sy)};
-  const bool iz[2] = {inRange(cz[0], sz), inRange(cz[1], sz)};
-  const int mx[2] = {clampIndex(x0, sx), clampIndex(x1, sx)};
-  const int my[2] = {clampIndex(y0, sy), clampIndex(y1, sy)};
-  const int mz[2] = {clampIndex(z0, sz), clampIndex(z1, sz)};
-  for (int c = 0; c < 8; ++c) {
-    const int a = c & 1, b = (c >> 1) & 1, d = c >> 2;
-    idx[c] = Index(mx[a]) + Index(sx) * (Index(my[b]) + Index(sy) * mz[d]);
-    in[c] = BgTraits<bg>::kRemaps || (ix[a] && iy[b] && iz[d]);
-  }
+  k.x0 = x0;
+  k.y0 = y0;
+  k.z0 = z0;
+  k.ix0 = inRange(x0, sx);
+  k.ix1 = inRange(x1, sx);
+  k.iy0 = inRange(y0, sy);
+  k.iy1 = inRange(y1, sy);
+  k.iz0 = inRange(z0, sz);
+  k.iz1 = inRange(z1, sz);
+  // valid addresses: remapped (CLAMP, WRAP) or clamped (the others)
+  const int mx0 = BgTraits<bg>::kRemaps ? remapIndex<bg>(x0, sx) : clampIndex(x0, sx);
+  const int mx1 = BgTraits<bg>::kRemaps ? remapIndex<bg>(x1, sx) : clampIndex(x1, sx);
+  const int my0 = BgTraits<bg>::kRemaps ? remapIndex<bg>(y0, sy) : clampIndex(y0, sy);
+  const int my1 = BgTraits<bg>::kRemaps ? remapIndex<bg>(y1, sy) : clampIndex(y1, sy);
+  const int mz0 = BgTraits<bg>::kRemaps ? remapIndex<bg>(z0, sz) : clampIndex(z0, sz);
+  const int mz1 = BgTraits<bg>::kRemaps ? remapIndex<bg>(z1, sz) : clampIndex(z1, sz);
+  const Index r00 = Index(sx) * (Index(my0) + Index(sy) * mz0);
+  const Index r10 = Index(sx) * (Index(my1) + Index(sy) * mz0);
+  const Index r01 = Index(sx) * (Index(my0) + Index(sy) * mz1);
+  const Index r11 = Index(sx) * (Index(my1) + Index(sy) * mz1);
+  k.i000 = r00 + mx0;
+  k.i100 = r00 + mx1;
+  k.i010 = r10 + mx0;
+  k.i110 = r10 + mx1;
+  k.i001 = r01 + mx0;
+  k.i101 = r01 + mx1;
+  k.i011 = r11 + mx0;
+  k.i111 = r11 + mx1;
+  const float ux = 1.f - tx, uy = 1.f - ty, uz = 1.f - tz;
+  k.w000 = ux * uy * uz;
+  k.w100 = tx * uy * uz;
+  k.w010 = ux * ty * uz;
+  k.w110 = tx * ty * uz;
+  k.w001 = ux * uy * tz;
+  k.w101 = tx * uy * tz;
+  k.w011 = ux * ty * tz;
+  k.w111 = tx * ty * tz;
+  float a = fieldBlend<bg>(fx, 0, k), b = fieldBlend<bg>(fy, 1, k), c = fieldBlend<bg>(fz, 2, k);
   if (BgTraits<bg>::kAllOrNothing) {
     // A +1 corner with zero weight along its axis is not used.
-    const bool inside = ix[0] && iy[0] && iz[0] && (tx == 0.f || ix[1]) && (ty == 0.f || iy[1]) &&
-                        (tz == 0.f || iz[1]);
-    if (!inside) {
-      if (BgTraits<bg>::kIdentity) {
-        ox = x;
-        oy = y;
-        oz = z;
-      } else {
-        ox = oy = oz = 0.f;
-      }
-      return;
-    }
-    float sxv = 0.f, syv = 0.f, szv = 0.f;
-    for (int c = 0; c < 8; ++c) {
-      sxv += w[c] * fx[idx[c]];
-      syv += w[c] * fy[idx[c]];
-      szv += w[c] * fz[idx[c]];
-    }
-    ox = sxv;
-    oy = syv;
-    oz = szv;
-    return;
+    const bool inside =
+        k.ix0 && k.iy0 && k.iz0 && (tx == 0.f || k.ix1) && (ty == 0.f || k.iy1) && (tz == 0.f || k.iz1);
+    const bool id = BgTraits<bg>::kIdentity;
+    a = inside ? a : (id ? x : 0.f);
+    b = inside ? b : (id ? y : 0.f);
+    c = inside ? c : (id ? z : 0.f);
   }
-  float sxv = 0.f, syv = 0.f, szv = 0.f;
-  for (int c = 0; c < 8; ++c) {
-    float vx = fx[idx[c]], vy = fy[idx[c]], vz = fz[idx[c]];
-    if (!in[c]) {
-      if (BgTraits<bg>::kIdentity) {
-        vx = float(cx[c & 1]);
-        vy = float(cy[(c >> 1) & 1]);
-        vz = float(cz[c >> 2]);
-      } else {
-        vx = vy = vz = 0.f;
-      }
-    }
-    sxv += w[c] * vx;
-    syv += w[c] * vy;
-    szv += w[c] * vz;
-  }
-  ox = sxv;
-  oy = syv;
-  oz = szv;
+  ox = a;
+  oy = b;
+  oz = c;
 }
 
 }  // namespace PyCA

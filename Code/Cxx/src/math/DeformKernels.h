@@ -136,9 +136,12 @@ struct CoAdOp {
   Sampler m;  // samples the field m
   detail::VoxelCentral d;
   float *nx, *ny, *nz;
-  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
+  static constexpr bool kSplitX = true;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
     float J[3][3];
-    detail::jacobianAt(d, gx, gy, gz, x, y, z, i, J);
+    detail::jacobianAt<in>(d, gx, gy, gz, x, y, z, i, J);
     detail::identityOnFlatAxes(d, J);
     const float det = detail::det3(J);
     float a, b, c;

@@ -27,11 +27,14 @@ struct FiniteDiffOp {
   float* out;
   int dim;
   bool sqr, accum;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
-    float r = d.along(dim, a, x, y, z, i);
+  static constexpr bool kSplitX = true;
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
+    float r = d.template along<in>(dim, a, x, y, z, i);
     if (sqr) r *= r;
     out[i] = accum ? out[i] + r : r;
   }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
 };
 
 /// (ox, oy, oz) = grad a.
@@ -40,13 +43,16 @@ struct GradientOp {
   Diff3<diff, bc> d;
   const float* a;
   float *ox, *oy, *oz;
-  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
+  static constexpr bool kSplitX = true;
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
     float gx, gy, gz;
-    d.grad(a, x, y, z, i, gx, gy, gz);
+    d.template grad<in>(a, x, y, z, i, gx, gy, gz);
     ox[i] = gx;
     oy[i] = gy;
     oz[i] = gz;
   }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
 };
 
 /// out = |grad a|.
@@ -55,11 +61,14 @@ struct GradMagOp {
   Diff3<diff, bc> d;
   const float* a;
   float* out;
-  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
+  static constexpr bool kSplitX = true;
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
     float gx, gy, gz;
-    d.grad(a, x, y, z, i, gx, gy, gz);
+    d.template grad<in>(a, x, y, z, i, gx, gy, gz);
     out[i] = sqrtf(gx * gx + gy * gy + gz * gz);
   }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
 };
 
 /// out = sum_d D_d f_d.
@@ -68,15 +77,18 @@ struct DivergenceOp {
   Diff3<diff, bc> d;
   const float *fx, *fy, *fz;
   float* out;
-  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
-    out[i] = d.dx(fx, x, i) + d.dy(fy, y, i) + d.dz(fz, z, i);
+  static constexpr bool kSplitX = true;
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
+    out[i] = d.template dx<in>(fx, x, i) + d.dy(fy, y, i) + d.dz(fz, z, i);
   }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
 };
 
 /// Masked difference along one axis at position p of n (stride in memory):
 /// neighbours outside the mask are replaced by the centre value.
 template <DiffT diff, BoundaryCondT bc>
-PYCA_HOSTDEVICE inline float maskedDiff(const float* a, const float* m, size_t i, int p, int n, ptrdiff_t stride,
+PYCA_HOSTDEVICE PYCA_FORCEINLINE float maskedDiff(const float* a, const float* m, size_t i, int p, int n, ptrdiff_t stride,
                                         float invSp) {
   if (n <= 1) return 0.f;
   // neighbour positions (BC_CLAMP / BC_APPROX clamp them)
@@ -108,7 +120,7 @@ struct GradientMaskOp {
   int sx, sy, sz;
   float ix, iy, iz;
   float *ox, *oy, *oz;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     if (m[i] == 0.f) {
       ox[i] = oy[i] = oz[i] = 0.f;
       return;
@@ -126,14 +138,14 @@ struct UpwindDiffOp {
   const float *a, *speed;
   float* out;
   int dim;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     out[i] = speed[i] > 0.f ? bwd.along(dim, a, x, y, z, i) : fwd.along(dim, a, x, y, z, i);
   }
 };
 
 /// Forward and backward differences at p of n where the missing one at an
 /// edge is replaced by the other (one-sided), 0 along an axis of extent 1.
-PYCA_HOSTDEVICE inline void fwdBwd(const float* a, size_t i, int p, int n, ptrdiff_t stride, float invSp, float& f,
+PYCA_HOSTDEVICE PYCA_FORCEINLINE void fwdBwd(const float* a, size_t i, int p, int n, ptrdiff_t stride, float invSp, float& f,
                                    float& b) {
   if (n <= 1) {
     f = b = 0.f;
@@ -152,7 +164,7 @@ struct UpwindGradMagOp {
   int sx, sy, sz;
   float ix, iy, iz;
   float* out;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     const float s = speed[i];
     float f[3], b[3];
     fwdBwd(a, i, x, sx, 1, ix, f[0], b[0]);
@@ -174,9 +186,12 @@ struct JacobianOp {
   Diff3<diff, bc> d;
   const float *hx, *hy, *hz;
   float *X[3], *Y[3], *Z[3];  // X[c] = component c of the gradient of h.x
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  static constexpr bool kSplitX = true;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
     float J[3][3];
-    detail::jacobianAt(d, hx, hy, hz, x, y, z, i, J);
+    detail::jacobianAt<in>(d, hx, hy, hz, x, y, z, i, J);
     for (int c = 0; c < 3; ++c) {
       X[c][i] = J[0][c];
       Y[c][i] = J[1][c];
@@ -192,11 +207,14 @@ struct JacDetHOp {
   const float *hx, *hy, *hz;
   float* out;
   bool slice;
-  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
+  static constexpr bool kSplitX = true;
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
     float J[3][3];
-    detail::jacobianAt(d, hx, hy, hz, x, y, z, i, J);
+    detail::jacobianAt<in>(d, hx, hy, hz, x, y, z, i, J);
     out[i] = slice ? detail::det2(J) : detail::det3(J);
   }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
 };
 
 /// Determinants from three gradient fields (rows): mode 0: det J (2x2 in
@@ -206,7 +224,7 @@ struct JacDetGradsOp {
   float* out;
   int mode;
   bool slice;
-  PYCA_HOSTDEVICE void operator()(int, int, int, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int, int, int, size_t i) const {
     float J[3][3];
     for (int c = 0; c < 3; ++c) {
       J[0][c] = X[c][i];
@@ -235,18 +253,26 @@ struct LieOp {
   const float *X[3], *Y[3];
   float* Z[3];
   int kind;
-  /// d_j of the product P_i P_j' at the voxel: (p[ip] q[ip] - p[im] q[im]) w.
-  PYCA_HOSTDEVICE float dProd(const float* p, const float* q, int j, int x, int y, int z, size_t i) const {
+  /// d_j of the product p q at the voxel: (p[ip] q[ip] - p[im] q[im]) w.
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE float dProd(const float* p, const float* q, int j, int x, int y, int z,
+                                               size_t i) const {
     const int pos = j == 0 ? x : (j == 1 ? y : z);
     const int n = j == 0 ? d.sx : (j == 1 ? d.sy : d.sz);
     const ptrdiff_t stride = j == 0 ? 1 : (j == 1 ? ptrdiff_t(d.sx) : ptrdiff_t(d.sx) * d.sy);
-    const Stencil s = stencilAt<DIFF_CENTRAL, BC_CLAMP>(pos, n, 1.f);
-    const size_t ip = size_t(ptrdiff_t(i) + (s.ip - pos) * stride), im = size_t(ptrdiff_t(i) + (s.im - pos) * stride);
-    return (p[ip] * q[ip] - p[im] * q[im]) * s.w;
+    const Stencil s = (in && j == 0) ? detail::stencilInterior<DIFF_CENTRAL>(pos, 1.f)
+                                     : stencilAt<DIFF_CENTRAL, BC_CLAMP>(pos, n, 1.f);
+    const float* pc = p + i;
+    const float* qc = q + i;
+    const ptrdiff_t op = (s.ip - pos) * stride, om = (s.im - pos) * stride;
+    return (pc[op] * qc[op] - pc[om] * qc[om]) * s.w;
   }
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  static constexpr bool kSplitX = true;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
     float JX[3][3];
-    detail::jacobianAt(d, X[0], X[1], X[2], x, y, z, i, JX);
+    detail::jacobianAt<in>(d, X[0], X[1], X[2], x, y, z, i, JX);
     float r[3];
     if (kind == 0) {
       for (int a = 0; a < 3; ++a) r[a] = JX[a][0] * Y[0][i] + JX[a][1] * Y[1][i] + JX[a][2] * Y[2][i];
@@ -254,18 +280,18 @@ struct LieOp {
       for (int a = 0; a < 3; ++a) r[a] = JX[0][a] * Y[0][i] + JX[1][a] * Y[1][i] + JX[2][a] * Y[2][i];
       if (kind == 4)
         for (int a = 0; a < 3; ++a)
-          r[a] += dProd(Y[a], X[0], 0, x, y, z, i) + dProd(Y[a], X[1], 1, x, y, z, i) +
-                  dProd(Y[a], X[2], 2, x, y, z, i);
+          r[a] += dProd<in>(Y[a], X[0], 0, x, y, z, i) + dProd<in>(Y[a], X[1], 1, x, y, z, i) +
+                  dProd<in>(Y[a], X[2], 2, x, y, z, i);
     } else if (kind == 2) {
       float JY[3][3];
-      detail::jacobianAt(d, Y[0], Y[1], Y[2], x, y, z, i, JY);
+      detail::jacobianAt<in>(d, Y[0], Y[1], Y[2], x, y, z, i, JY);
       for (int a = 0; a < 3; ++a)
         r[a] = JX[a][0] * Y[0][i] + JX[a][1] * Y[1][i] + JX[a][2] * Y[2][i] -
                (JY[a][0] * X[0][i] + JY[a][1] * X[1][i] + JY[a][2] * X[2][i]);
     } else {
       for (int a = 0; a < 3; ++a)
-        r[a] = dProd(X[a], Y[0], 0, x, y, z, i) + dProd(X[a], Y[1], 1, x, y, z, i) +
-               dProd(X[a], Y[2], 2, x, y, z, i);
+        r[a] = dProd<in>(X[a], Y[0], 0, x, y, z, i) + dProd<in>(X[a], Y[1], 1, x, y, z, i) +
+               dProd<in>(X[a], Y[2], 2, x, y, z, i);
     }
     Z[0][i] = r[0];
     Z[1][i] = r[1];
@@ -316,7 +342,7 @@ struct ConvolveOp {
   const float *in, *k;
   int sx, sy, sz, kx, ky, kz;
   float* out;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     const int rx = kx / 2, ry = ky / 2, rz = kz / 2;
     float s = 0.f;
     for (int c = 0; c < kz; ++c) {
@@ -342,7 +368,7 @@ struct OffsetCopyOp {
   int ox, oy, oz;
   int k;         // components
   bool scatter;  // SetSubVol_I: iterate the input grid
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     if (scatter) {
       const int tx = x + ox, ty = y + oy, tz = z + oz;
       if (!isInside3D(tx, ty, tz, osx, osy, osz)) return;
@@ -364,7 +390,7 @@ struct ShiftCoordOp {
   float* out;
   int sx, sy, sz;
   bool dir;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     const size_t j = dir ? size_t(z) + size_t(sz) * (size_t(x) + size_t(sx) * size_t(y))
                          : size_t(y) + size_t(sy) * (size_t(z) + size_t(sz) * size_t(x));
     out[j] = in[i];

@@ -5,7 +5,7 @@
 //
 // A splat source is a functor
 //   static constexpr int K;                        values per voxel (1 or 3)
-//   PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i,
+//   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i,
 //                                   float& px, float& py, float& pz,
 //                                   float v[K]) const;
 // giving, for source voxel (x, y, z) of index i, the point (in voxel
@@ -244,7 +244,7 @@ struct SplatNormalize {
   float* out[3];
   const float* w;
   int k;
-  PYCA_HOSTDEVICE void operator()(int, int, int, size_t i) const {
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int, int, int, size_t i) const {
     const float wi = w[i];
     for (int c = 0; c < k; ++c) out[c][i] = wi > 0.f ? out[c][i] / wi : 0.f;
   }

@@ -67,7 +67,7 @@ struct SplatAdSrc {
   static constexpr int K = 3;
   const float *gx, *gy, *gz, *X0, *X1, *X2;
   detail::VoxelCentral d;
-  PYCA_HOSTDEVICE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
                                   float* out) const {
     float J[3][3];
     detail::jacobianAt(d, gx, gy, gz, x, y, z, i, J);

@@ -33,29 +33,29 @@ struct Stencil {
   float w;
 };
 
-/// The stencil at position i of an axis of n voxels with inverse spacing invSp.
+/// The stencil at position i of an axis of n voxels with inverse spacing
+/// invSp. Selects only (no branches), so loops over voxels vectorise.
 template <DiffT diff, BoundaryCondT bc>
 PYCA_HOSTDEVICE PYCA_FORCEINLINE Stencil stencilAt(int i, int n, float invSp) {
+  const bool first = i == 0, last = i >= n - 1;
+  const int next = last ? (bc == BC_WRAP ? 0 : i) : i + 1;
+  const int prev = first ? (bc == BC_WRAP ? n - 1 : i) : i - 1;
   Stencil s;
-  if (n <= 1) {
-    s.ip = s.im = i;
-    s.w = 0.f;
-    return s;
-  }
-  const bool first = i == 0, last = i == n - 1;
-  if (diff == DIFF_FORWARD) {
-    s.ip = last ? (bc == BC_WRAP ? 0 : i) : i + 1;
-    s.im = i;
-    s.w = invSp;
-  } else if (diff == DIFF_BACKWARD) {
-    s.ip = i;
-    s.im = first ? (bc == BC_WRAP ? n - 1 : i) : i - 1;
-    s.w = invSp;
-  } else {
-    s.ip = last ? (bc == BC_WRAP ? 0 : i) : i + 1;
-    s.im = first ? (bc == BC_WRAP ? n - 1 : i) : i - 1;
-    s.w = (bc == BC_APPROX && (first || last)) ? invSp : 0.5f * invSp;
-  }
+  s.ip = diff == DIFF_BACKWARD ? i : next;
+  s.im = diff == DIFF_FORWARD ? i : prev;
+  float w = invSp;
+  if (diff == DIFF_CENTRAL) w = (bc == BC_APPROX && (first || last)) ? invSp : 0.5f * invSp;
+  s.w = n > 1 ? w : 0.f;
+  return s;
+}
+
+/// The stencil in the interior (0 < i < n - 1), where no boundary rule applies.
+template <DiffT diff>
+PYCA_HOSTDEVICE PYCA_FORCEINLINE Stencil stencilInterior(int i, float invSp) {
+  Stencil s;
+  s.ip = diff == DIFF_BACKWARD ? i : i + 1;
+  s.im = diff == DIFF_FORWARD ? i : i - 1;
+  s.w = diff == DIFF_CENTRAL ? 0.5f * invSp : invSp;
   return s;
 }
 
@@ -65,9 +65,12 @@ struct Diff3 {
   int sx, sy, sz;
   float ix, iy, iz;  ///< inverse spacing (1 for voxel units)
 
-  /// Derivative of a at voxel (x, y, z) of linear index i along axis d (0, 1, 2).
+  /// Derivative of a at voxel (x, y, z) of linear index i along x; with
+  /// interior = true the caller guarantees 0 < x < sx - 1 (constant offsets:
+  /// contiguous vector loads).
+  template <bool interior = false>
   PYCA_HOSTDEVICE PYCA_FORCEINLINE float dx(const float* a, int x, size_t i) const {
-    const Stencil s = stencilAt<diff, bc>(x, sx, ix);
+    const Stencil s = interior ? stencilInterior<diff>(x, ix) : stencilAt<diff, bc>(x, sx, ix);
     const float* c = a + i;
     return (c[s.ip - x] - c[s.im - x]) * s.w;
   }
@@ -83,14 +86,16 @@ struct Diff3 {
     return (c[(s.ip - z) * plane] - c[(s.im - z) * plane]) * s.w;
   }
   /// All three: g = (dx, dy, dz) of a at voxel (x, y, z), index i.
+  template <bool interior = false>
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void grad(const float* a, int x, int y, int z, size_t i, float& gx,
                                              float& gy, float& gz) const {
-    gx = dx(a, x, i);
+    gx = dx<interior>(a, x, i);
     gy = dy(a, y, i);
     gz = dz(a, z, i);
   }
+  template <bool interior = false>
   PYCA_HOSTDEVICE PYCA_FORCEINLINE float along(int d, const float* a, int x, int y, int z, size_t i) const {
-    return d == 0 ? dx(a, x, i) : (d == 1 ? dy(a, y, i) : dz(a, z, i));
+    return d == 0 ? dx<interior>(a, x, i) : (d == 1 ? dy(a, y, i) : dz(a, z, i));
   }
 };
 
@@ -99,13 +104,13 @@ struct Diff3 {
 using VoxelCentral = Diff3<DIFF_CENTRAL, BC_CLAMP>;
 
 /// 3x3 Jacobian J[r][c] = d a_r / d x_c of the field (a0, a1, a2) at a voxel.
-template <class D>
+template <bool interior = false, class D>
 PYCA_HOSTDEVICE PYCA_FORCEINLINE void jacobianAt(const D& d, const float* a0, const float* a1,
                                                  const float* a2, int x, int y, int z, size_t i,
                                                  float J[3][3]) {
-  d.grad(a0, x, y, z, i, J[0][0], J[0][1], J[0][2]);
-  d.grad(a1, x, y, z, i, J[1][0], J[1][1], J[1][2]);
-  d.grad(a2, x, y, z, i, J[2][0], J[2][1], J[2][2]);
+  d.template grad<interior>(a0, x, y, z, i, J[0][0], J[0][1], J[0][2]);
+  d.template grad<interior>(a1, x, y, z, i, J[1][0], J[1][1], J[1][2]);
+  d.template grad<interior>(a2, x, y, z, i, J[2][0], J[2][1], J[2][2]);
 }
 
 /// The Jacobian of an H-field is the identity along an axis of extent 1

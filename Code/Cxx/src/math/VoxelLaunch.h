@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -48,18 +49,42 @@
 namespace PyCA {
 namespace detail {
 
+/// A functor with `static constexpr bool kSplitX = true` also provides
+///   template <bool interiorX> void at(int x, int y, int z, size_t i) const;
+/// and the CPU rows run at<false> on the two edge voxels and at<true> on the
+/// interior ones (0 < x < sx - 1): stencils along x then have constant
+/// offsets and the interior loop vectorises with contiguous loads.
+template <class Fn, class = void>
+struct SplitsX : std::false_type {};
+template <class Fn>
+struct SplitsX<Fn, std::void_t<decltype(Fn::kSplitX)>> : std::integral_constant<bool, Fn::kSplitX> {};
+
 /// One row (y, z) of voxels: x in [0, nx), i = base + x. The functor is taken
 /// by value so that its pointers live in registers and the loop vectorises.
 template <class Fn>
-void voxelRow(const Fn fn, int y, int z, size_t base, int nx) {
+PYCA_FORCEINLINE void voxelRowBody(const Fn& fn, int y, int z, size_t base, int nx) {
+  if constexpr (SplitsX<Fn>::value) {
+    if (nx <= 2) {
+      for (int x = 0; x < nx; ++x) fn.template at<false>(x, y, z, base + size_t(x));
+      return;
+    }
+    fn.template at<false>(0, y, z, base);
 #pragma omp simd
-  for (int x = 0; x < nx; ++x) fn(x, y, z, base + size_t(x));
+    for (int x = 1; x < nx - 1; ++x) fn.template at<true>(x, y, z, base + size_t(x));
+    fn.template at<false>(nx - 1, y, z, base + size_t(nx - 1));
+  } else {
+#pragma omp simd
+    for (int x = 0; x < nx; ++x) fn(x, y, z, base + size_t(x));
+  }
+}
+template <class Fn>
+void voxelRow(const Fn fn, int y, int z, size_t base, int nx) {
+  voxelRowBody(fn, y, z, base, nx);
 }
 #ifdef PYCA_X86_DISPATCH
 template <class Fn>
 PYCA_TARGET_AVX2 void voxelRowAvx2(const Fn fn, int y, int z, size_t base, int nx) {
-#pragma omp simd
-  for (int x = 0; x < nx; ++x) fn(x, y, z, base + size_t(x));
+  voxelRowBody(fn, y, z, base, nx);
 }
 #endif
 
