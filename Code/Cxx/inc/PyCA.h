@@ -24,5 +24,6 @@
 #include "IOpers.h"
 #include "FOpers.h"
 #include "Reduction.h"
+#include "MemOpers.h"
 
 #endif
