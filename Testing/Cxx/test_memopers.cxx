@@ -345,6 +345,17 @@ BOOST_AUTO_TEST_CASE(gpu_modes_without_cuda_throw, *utf::precondition([](utf::te
   BOOST_TEST(x[3] == 4.f);
 }
 
+BOOST_AUTO_TEST_CASE(gpu_modes_without_a_device_throw, *utf::precondition([](utf::test_unit_id) {
+                       return CudaCompiled() && GetNumberOfCUDADevices() == 0;
+                     })) {
+  // a CUDA build on a machine without a GPU: an exception, not a crash
+  float x[4] = {1, 2, 3, 4};
+  BOOST_CHECK_THROW((MemOpers<EXEC_GPU, float>::Add(x, x, x, 4)), PyCAException);
+  BOOST_CHECK_THROW((MemOpers<EXEC_GPU, float>::ReverseOrder(x, x, 4)), PyCAException);
+  BOOST_CHECK_THROW((MemOpers<EXEC_GPU_PARAM, float>::MulC(x, x, x[0], 4)), PyCAException);
+  BOOST_TEST(x[3] == 4.f);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---- GPU: the same operators on device arrays, compared with the CPU ------------
