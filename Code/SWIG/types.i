@@ -1,4 +1,4 @@
-// types.i -- constants, Vec3D, GridInfo, Image3D, Field3D.
+// types.i -- constants, Vec3D, GridInfo, Mat3D/Aff3D (affine.i), Image3D, Field3D.
 
 // ---- constants and enums ---------------------------------------------------
 %ignore DEFAULT_INTERP_METHOD;
@@ -175,6 +175,9 @@ PYCA_KEEPALIVE(PyCA::GridInfo::origin)
     __hash__ = None
   %}
 }
+
+// ---- Mat3D, Aff3D ---------------------------------------------------------------
+%include "affine.i"
 
 // ---- containers -------------------------------------------------------------------
 %ignore PyCA::Image3D::Image3D(const GridInfo&, const MemPool<float>&);

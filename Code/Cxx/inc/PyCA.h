@@ -3,9 +3,13 @@
 #define __PYCA_H__
 
 #include "pycaConst.h"
+#include "pycaUtils.h"
 #include "mem.h"
 #include "estream.h"
+#include "Vec2D.h"
 #include "Vec3D.h"
+#include "Mat3D.h"
+#include "Aff3D.h"
 #include "GridInfo.h"
 #include "PyCAException.h"
 #include "conditionMacro.h"
@@ -24,5 +28,6 @@
 #include "VFOpers.h"
 #include "Reduction.h"
 #include "interp.h"
+#include "MemOpers.h"
 
 #endif

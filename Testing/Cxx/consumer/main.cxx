@@ -1,12 +1,17 @@
 // A downstream program: legacy header names, images, the thread memory
-// manager and a few operators. Exit code 0 on success.
+// manager, a few operators, the affine types and the raw-array MemOpers.
+// Exit code 0 on success.
+#include <Aff3D.h>
 #include <FOpers.h>
 #include <Field3D.h>
 #include <IOpers.h>
 #include <Image3D.h>
 #include <ManagedImage3D.h>
+#include <Mat3D.h>
+#include <MemOpers.h>
 #include <MemoryManager.h>
 #include <Reduction.h>
+#include <Vec2D.h>
 
 #include <cmath>
 #include <exception>
@@ -50,6 +55,23 @@ int main() {
     check(PyCA::ThreadMemoryManager::instance().poolsInUse() == 0, "pools returned");
     check(PyCA::ThreadMemoryManager::instance().getNumPools() == 2, "no extra pools");
     PyCA::ThreadMemoryManager::destroy();
+
+    // Vec2D + MaxMin: x = max, y = min
+    PyCA::Image3D ramp(grid, PyCA::MEM_HOST);
+    PyCA::MemOpers<EXEC_CPU, float>::SetLinearDown(ramp.get(), grid.nVox());
+    PyCA::Opers::AddC_I<EXEC_CPU>(ramp.get(), -10.f, grid.nVox());
+    PyCA::Vec2Df mm;
+    PyCA::Opers::MaxMin(mm, ramp);
+    check(mm.x == float(grid.nVox() - 1) - 10.f && mm.y == -10.f, "MaxMin of a MemOpers ramp");
+
+    // Mat3D / Aff3D: compose with the inverse
+    const PyCA::Aff3Dd t(PyCA::Mat3Dd(2, 1, 0, 0, 1, 0, 0, 0, 4), PyCA::Vec3Dd(1, 2, 3));
+    PyCA::Aff3Dd inv = t;
+    check(inv.invert(), "Aff3Dd invert");
+    const PyCA::Vec3Dd p = (inv * t) * PyCA::Vec3Dd(5, -6, 7);
+    check(std::fabs(p.x - 5) < 1e-12 && std::fabs(p.y + 6) < 1e-12 && std::fabs(p.z - 7) < 1e-12,
+          "inverse * transform == identity");
+    check(t.determinant() == 8.0, "Aff3D determinant");
   } catch (const std::exception& e) {
     std::cerr << "pyca_consumer: exception: " << e.what() << std::endl;
     return 2;

@@ -100,4 +100,13 @@ class ThreadMemoryManager {
 
 }  // namespace PyCA
 
+// Legacy: MemoryManager.h also declares ManagedImage3D and ManagedField3D, so
+// a program that includes only this header uses the managed types. Included
+// after MemoryManager is complete; each of them includes this header first,
+// and the include guards make either order work.
+#ifndef SWIG
+#include "ManagedImage3D.h"
+#include "ManagedField3D.h"
+#endif
+
 #endif

@@ -26,6 +26,7 @@
 
 #include "Field3D.h"
 #include "Image3D.h"
+#include "Vec2D.h"
 #include "Vec3D.h"
 #include "estream.h"
 
@@ -92,6 +93,14 @@ void Dot(float& a_o, const Image3D& a_i, const Image3D& a_i1, bool update = fals
          StreamT st = nullptr, bool onDev = false);
 void Dot(float& a_o, const Field3D& a_i, const Field3D& a_i1, bool update = false,
          StreamT st = nullptr, bool onDev = false);
+/// Legacy MaxMin: a_o.x = largest, a_o.y = smallest voxel value (one pass;
+/// Python's MinMax). With update, a_o.x = max(prior a_o.x, largest) and
+/// a_o.y = min(prior a_o.y, smallest). Throws PyCAValueException (a_o
+/// unchanged) for no voxels.
+void MaxMin(Vec2Df& a_o, const Image3D& a_i, bool update = false, StreamT st = nullptr,
+            bool onDev = false);
+void MaxMin(Vec2Df& a_o, const Field3D& a_i, bool update = false, StreamT st = nullptr,
+            bool onDev = false);
 #endif
 /// Per-component sums of a field into a_o (Python: Sum(Vec3Df, Field3D)).
 void Sum(Vec3Df& a_o, const Field3D& a_i, StreamT st = nullptr);

@@ -178,5 +178,16 @@ void Dot(float& a_o, const Field3D& a_i, const Field3D& a_i1, bool update, Strea
   store<SumComb>(a_o, Dot(a_i, a_i1, false, st), update);
 }
 
+void MaxMin(Vec2Df& a_o, const Image3D& a_i, bool update, StreamT st, bool) {
+  const std::pair<float, float> r = MinMax(a_i, false, st);
+  store<MaxComb>(a_o.x, r.second, update);
+  store<MinComb>(a_o.y, r.first, update);
+}
+void MaxMin(Vec2Df& a_o, const Field3D& a_i, bool update, StreamT st, bool) {
+  const std::pair<float, float> r = MinMax(a_i, false, st);
+  store<MaxComb>(a_o.x, r.second, update);
+  store<MinComb>(a_o.y, r.first, update);
+}
+
 }  // namespace Opers
 }  // namespace PyCA
