@@ -122,6 +122,14 @@ def build_args(case):
             args.append(ca.Vec3Df(*a["value"]))
         elif t == "Vec3Di":
             args.append(ca.Vec3Di(*a["value"]))
+        elif t == "Aff3Df":
+            aff = ca.Aff3Df()
+            m = a["value"]["matrix_row_major"]
+            for r in range(3):
+                for c in range(3):
+                    aff.matrix.set(r, c, m[3 * r + c])
+            aff.vector = ca.Vec3Df(*a["value"]["vector"])
+            args.append(aff)
         elif t == "float":
             args.append(float(a["value"]))
         elif t in ("int", "uint"):
@@ -282,6 +290,32 @@ def fixed_fd_2d_z_accum(case, fn, objs, args):
     assert np.array_equal(objs["a_o"].asnp(), prior)
 
 
+def _affine_reference(case):
+    """h = (A (x sp + o) + t - o) / sp with the correctly inverted transform."""
+    v = _scalar(case, "aff_in")
+    A = np.array(v["matrix_row_major"], np.float64).reshape(3, 3)
+    t = np.array(v["vector"], np.float64)
+    if _scalar(case, "invertAff"):
+        A = np.linalg.inv(A)
+        t = -A @ t
+    g = case["grid"]
+    sp = np.array(g["spacing"], np.float64).reshape(3, 1, 1, 1)
+    o = np.array(g["origin"], np.float64).reshape(3, 1, 1, 1)
+    P = ref.identity(g["size"]) * sp + o
+    return (np.einsum("ij,j...->i...", A, P) + t.reshape(3, 1, 1, 1) - o) / sp
+
+
+def fixed_affine_inverse(case, fn, objs, args):
+    if np.linalg.det(np.array(_scalar(case, "aff_in")["matrix_row_major"]).reshape(3, 3)) == 0:
+        # the legacy produced NaN/inf; ours reports the documented error
+        with pytest.raises(RuntimeError) as ei:
+            fn(*args)
+        assert "Error, could not invert affine transform" in str(ei.value)
+        return
+    fn(*args)
+    _check_field(case, objs["a_h"], _affine_reference(case))
+
+
 def _is_2d_allornothing(c):
     return (c["grid_tag"] == "2d" and _bg(c) in ("BACKGROUND_STRATEGY_ZERO", "BACKGROUND_STRATEGY_ID")
             and c["op"] in ("ApplyH", "ApplyV", "ApplyVInv", "ComposeHH", "ComposeVH", "ComposeVInvH",
@@ -300,6 +334,8 @@ FIXED = [
     (lambda c: c["op"] == "JacDetVInv", fixed_jacdetvinv, "JacDetVInv is det(I - J)"),
     (lambda c: c["op"] in ("SplatH", "SplatV"), fixed_splat_z, "SplatH/SplatV splat z into z"),
     (lambda c: c["op"] == "FixedPointInverse", fixed_inverse, "FixedPointInverse works"),
+    (lambda c: c["op"] == "InitializeHFromAffine" and _scalar(c, "invertAff"), fixed_affine_inverse,
+     "InitializeHFromAffine inverts correctly and reports a singular matrix"),
     (lambda c: c["op"] == "FiniteDiff" and c["grid_tag"] == "2d" and c["enums"].get("dim") == "DIM_Z"
      and _scalar(c, "accum"), fixed_fd_2d_z_accum, "2-D FiniteDiff DIM_Z with accum accumulates"),
 ]

@@ -16,10 +16,11 @@ USED = {
               "Vec2D.h", "Vec3D.h", "estream.h", "mem.h"],
     "base": ["CudaUtils.h", "MemoryManager.h", "PyCAException.h", "conditionMacro.h",
              "pycaConst.h", "pycaUtils.h"],
-    "math": ["FOpers.h", "IOpers.h", "MemOpers.h", "Reduction.h"],
+    "math": ["FOpers.h", "HFOpers.h", "IFOpers.h", "IOpers.h", "MemOpers.h", "Reduction.h",
+             "VFOpers.h"],
 }
 #: used legacy operator headers that are still being written (checked once present)
-PENDING = {"math": ["HFOpers.h", "IFOpers.h", "VFOpers.h"]}
+PENDING = {}
 
 INC = os.path.join(source_dir(), "Code", "Cxx", "inc")
 

@@ -3,6 +3,7 @@
 #ifndef __PYCA_HFOPERS_H__
 #define __PYCA_HFOPERS_H__
 
+#include "Aff3D.h"
 #include "Field3D.h"
 #include "Vec3D.h"
 #include "estream.h"
@@ -32,6 +33,12 @@ void InverseZerothOrder_I(Field3D& a_hInv, StreamT st = nullptr);
 /// Splat of the H-field d_vi through d_h: its displacement d_vi - x is
 /// splatted (optionally normalised by the weights) and x added back.
 void SplatH(Field3D& d_vo, const Field3D& d_h, const Field3D& d_vi, bool normalize, StreamT st = nullptr);
+/// h(x) = voxel coordinates (on a_h's grid) of aff_in applied to the world
+/// point of voxel x: h = (A (x * sp + org) + t - org) / sp. With invertAff
+/// the inverse transform is used (computed correctly, in double precision;
+/// the legacy inverted in place and got it wrong); a singular matrix throws
+/// "Error, could not invert affine transform".
+void InitializeHFromAffine(Field3D& a_h, const Aff3Df& aff_in, bool invertAff, StreamT st = nullptr);
 
 }  // namespace Opers
 }  // namespace PyCA

@@ -85,6 +85,29 @@ void SetToIdentity(Field3D& h, StreamT st) {
 
 void SetToZero(Field3D& v, StreamT st) { SetMem(v, 0.f, st); }
 
+void InitializeHFromAffine(Field3D& a_h, const Aff3Df& aff_in, bool invertAff, StreamT st) {
+  Aff3Dd aff(Mat3Dd(), Vec3Dd(aff_in.vector.x, aff_in.vector.y, aff_in.vector.z));
+  for (unsigned int k = 0; k < 9; ++k) aff.matrix(k) = aff_in.matrix(k);
+  if (invertAff) PRECONDITION(aff.invert(), "Error, could not invert affine transform");
+  // In voxel coordinates: h = M x + c, M = S^-1 A S, c = S^-1 (A o + t - o).
+  const double sp[3] = {a_h.spacing().x, a_h.spacing().y, a_h.spacing().z};
+  const double org[3] = {a_h.origin().x, a_h.origin().y, a_h.origin().z};
+  const double t[3] = {aff.vector.x, aff.vector.y, aff.vector.z};
+  kern::AffineCoords fn{};
+  for (int r = 0; r < 3; ++r) {
+    double c = t[r] - org[r];
+    for (int k = 0; k < 3; ++k) {
+      fn.M[r][k] = float(aff.matrix(r, k) * sp[k] / sp[r]);
+      c += aff.matrix(r, k) * org[k];
+    }
+    fn.t[r] = float(c / sp[r]);
+  }
+  fn.ox = dataOf(a_h, 0);
+  fn.oy = dataOf(a_h, 1);
+  fn.oz = dataOf(a_h, 2);
+  forEachVoxel(a_h.memType(), fn, a_h.size(), st);
+}
+
 void HtoV(Field3D& a_v, const Field3D& a_h, StreamT st) {
   checkAll(a_v, a_h);
   const Vec3Df sp = a_v.spacing();
