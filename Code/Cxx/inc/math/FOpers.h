@@ -222,7 +222,8 @@ void FixedPointInverse(Field3D& ginv, const Field3D& g, unsigned int numIter = 2
 /// ginv0t1 := ginv0t o (Id - w o ginv0t1) numIter times from ginv0t1 = ginv0t
 /// (w o . with PARTIAL_ZERO, ginv0t o . with PARTIAL_ID). w is a displacement
 /// in voxel units here (legacy: it is not divided by the spacing). scratchV
-/// is work space.
+/// is checked and otherwise unused (the two samplings of an iteration run as
+/// one fused pass).
 void UpdateInverse(Field3D& ginv0t1, Field3D& scratchV, const Field3D& ginv0t, const Field3D& w,
                    unsigned int numIter = 3, StreamT st = nullptr, bool onDev = false);
 /// Adjoint action Z = Ad_g X = (Dg X) o g^{-1}, computed as the splat of

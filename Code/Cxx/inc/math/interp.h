@@ -134,9 +134,10 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float triLerp(const float* img, float x, float 
   } else {
     // ZERO, PARTIAL_ZERO, VAL: read clamped (always valid) addresses and
     // replace the corners outside by the background value.
-    const bool ix0 = inRange(x0, sx), ix1 = inRange(x1, sx);
-    const bool iy0 = inRange(y0, sy), iy1 = inRange(y1, sy);
-    const bool iz0 = inRange(z0, sz), iz1 = inRange(z1, sz);
+    // int (not bool) flags combined with &: GCC vectorises selects on them
+    const int ix0 = inRange(x0, sx), ix1 = inRange(x1, sx);
+    const int iy0 = inRange(y0, sy), iy1 = inRange(y1, sy);
+    const int iz0 = inRange(z0, sz), iz1 = inRange(z1, sz);
     x0 = clampIndex(x0, sx);
     x1 = clampIndex(x1, sx);
     y0 = clampIndex(y0, sy);
@@ -158,14 +159,14 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float triLerp(const float* img, float x, float 
     v101 = img[r01 + x1];
     v011 = img[r11 + x0];
     v111 = img[r11 + x1];
-    v000 = (ix0 && iy0 && iz0) ? v000 : b;
-    v100 = (ix1 && iy0 && iz0) ? v100 : b;
-    v010 = (ix0 && iy1 && iz0) ? v010 : b;
-    v110 = (ix1 && iy1 && iz0) ? v110 : b;
-    v001 = (ix0 && iy0 && iz1) ? v001 : b;
-    v101 = (ix1 && iy0 && iz1) ? v101 : b;
-    v011 = (ix0 && iy1 && iz1) ? v011 : b;
-    v111 = (ix1 && iy1 && iz1) ? v111 : b;
+    v000 = (ix0 & iy0 & iz0) ? v000 : b;
+    v100 = (ix1 & iy0 & iz0) ? v100 : b;
+    v010 = (ix0 & iy1 & iz0) ? v010 : b;
+    v110 = (ix1 & iy1 & iz0) ? v110 : b;
+    v001 = (ix0 & iy0 & iz1) ? v001 : b;
+    v101 = (ix1 & iy0 & iz1) ? v101 : b;
+    v011 = (ix0 & iy1 & iz1) ? v011 : b;
+    v111 = (ix1 & iy1 & iz1) ? v111 : b;
   }
   const float a = v000 + tx * (v100 - v000);
   const float bb = v010 + tx * (v110 - v010);
@@ -194,7 +195,7 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float nearestNeighbor(const float* img, float x
     iz = remapIndex<bg>(iz, sz);
     return img[voxelIndex<Index>(ix, iy, iz, sx, sy)];
   }
-  const bool in = isInside3D(ix, iy, iz, sx, sy, sz);
+  const int in = int(inRange(ix, sx)) & int(inRange(iy, sy)) & int(inRange(iz, sz));
   const float v = img[voxelIndex<Index>(clampIndex(ix, sx), clampIndex(iy, sy), clampIndex(iz, sz), sx, sy)];
   return in ? v : (bg == BACKGROUND_STRATEGY_VAL ? bgVal : 0.f);
 }
@@ -268,7 +269,7 @@ template <class Index>
 struct FieldCorners {
   Index i000, i100, i010, i110, i001, i101, i011, i111;
   float w000, w100, w010, w110, w001, w101, w011, w111;
-  bool ix0, ix1, iy0, iy1, iz0, iz1;
+  int ix0, ix1, iy0, iy1, iz0, iz1;  // in-range flags, 0 / 1 (ints vectorise better than bools)
   int x0, y0, z0;
 };
 
@@ -288,14 +289,14 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float fieldBlend(const float* f, int axis, cons
     const float a0 = axis == 0 ? c0 : 0.f, a1 = axis == 0 ? c1 : 0.f;  // along x
     const float b0 = axis == 1 ? c0 : 0.f, b1 = axis == 1 ? c1 : 0.f;  // along y
     const float d0 = axis == 2 ? c0 : 0.f, d1 = axis == 2 ? c1 : 0.f;  // along z
-    v000 = (k.ix0 && k.iy0 && k.iz0) ? v000 : a0 + b0 + d0;
-    v100 = (k.ix1 && k.iy0 && k.iz0) ? v100 : a1 + b0 + d0;
-    v010 = (k.ix0 && k.iy1 && k.iz0) ? v010 : a0 + b1 + d0;
-    v110 = (k.ix1 && k.iy1 && k.iz0) ? v110 : a1 + b1 + d0;
-    v001 = (k.ix0 && k.iy0 && k.iz1) ? v001 : a0 + b0 + d1;
-    v101 = (k.ix1 && k.iy0 && k.iz1) ? v101 : a1 + b0 + d1;
-    v011 = (k.ix0 && k.iy1 && k.iz1) ? v011 : a0 + b1 + d1;
-    v111 = (k.ix1 && k.iy1 && k.iz1) ? v111 : a1 + b1 + d1;
+    v000 = (k.ix0 & k.iy0 & k.iz0) ? v000 : a0 + b0 + d0;
+    v100 = (k.ix1 & k.iy0 & k.iz0) ? v100 : a1 + b0 + d0;
+    v010 = (k.ix0 & k.iy1 & k.iz0) ? v010 : a0 + b1 + d0;
+    v110 = (k.ix1 & k.iy1 & k.iz0) ? v110 : a1 + b1 + d0;
+    v001 = (k.ix0 & k.iy0 & k.iz1) ? v001 : a0 + b0 + d1;
+    v101 = (k.ix1 & k.iy0 & k.iz1) ? v101 : a1 + b0 + d1;
+    v011 = (k.ix0 & k.iy1 & k.iz1) ? v011 : a0 + b1 + d1;
+    v111 = (k.ix1 & k.iy1 & k.iz1) ? v111 : a1 + b1 + d1;
   }
   return k.w000 * v000 + k.w100 * v100 + k.w010 * v010 + k.w110 * v110 + k.w001 * v001 + k.w101 * v101 +
          k.w011 * v011 + k.w111 * v111;
@@ -355,8 +356,8 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void triLerp(float& ox, float& oy, float& oz, c
   float a = fieldBlend<bg>(fx, 0, k), b = fieldBlend<bg>(fy, 1, k), c = fieldBlend<bg>(fz, 2, k);
   if (BgTraits<bg>::kAllOrNothing) {
     // A +1 corner with zero weight along its axis is not used.
-    const bool inside =
-        k.ix0 && k.iy0 && k.iz0 && (tx == 0.f || k.ix1) && (ty == 0.f || k.iy1) && (tz == 0.f || k.iz1);
+    const int inside = k.ix0 & k.iy0 & k.iz0 & (int(tx == 0.f) | k.ix1) & (int(ty == 0.f) | k.iy1) &
+                       (int(tz == 0.f) | k.iz1);
     const bool id = BgTraits<bg>::kIdentity;
     a = inside ? a : (id ? x : 0.f);
     b = inside ? b : (id ? y : 0.f);

@@ -53,6 +53,14 @@ struct AtLin {
   }
 };
 
+/// (x, y, z) - w(c(i)): the point Id - w o c, w sampled by S (UpdateInverse).
+template <class S>
+struct AtIdMinusSampled {
+  const float *cx, *cy, *cz;
+  S w;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE P3 operator()(int x, int y, int z, size_t i) const;
+};
+
 // ---- samplers -----------------------------------------------------------------------
 
 template <BackgroundStrategy bg, InterpT interp, class Index>
@@ -72,6 +80,13 @@ struct FieldSampler {
     triLerp<bg, Index>(a, b, c, fx, fy, fz, p.x, p.y, p.z, sx, sy, sz);
   }
 };
+
+template <class S>
+PYCA_HOSTDEVICE PYCA_FORCEINLINE P3 AtIdMinusSampled<S>::operator()(int x, int y, int z, size_t i) const {
+  float a, b, c;
+  w(P3{cx[i], cy[i], cz[i]}, a, b, c);
+  return P3{float(x) - a, float(y) - b, float(z) - c};
+}
 
 // ---- post steps (fields) ------------------------------------------------------------
 

@@ -49,6 +49,16 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void splatPoint(float x, float y, float z, int 
   const int x0 = floorToInt(x), y0 = floorToInt(y), z0 = floorToInt(z);
   const float tx = x - float(x0), ty = y - float(y0), tz = z - float(z0);
   const float wx[2] = {1.f - tx, tx}, wy[2] = {1.f - ty, ty}, wz[2] = {1.f - tz, tz};
+  if (x0 >= 0 && y0 >= 0 && z0 >= 0 && x0 + 1 < sx && y0 + 1 < sy && z0 + 1 < sz) {
+    // all 8 corners inside (the common case): no per-corner checks
+    const Index base = voxelIndex<Index>(x0, y0, z0, sx, sy);
+    const Index dy = Index(sx), dz = Index(sx) * Index(sy);
+    for (int c = 0; c < 8; ++c) {
+      const int a = c & 1, b = (c >> 1) & 1, d = c >> 2;
+      add(base + Index(a) + Index(b) * dy + Index(d) * dz, wx[a] * wy[b] * wz[d], x0 + a, y0 + b, z0 + d);
+    }
+    return;
+  }
   for (int c = 0; c < 8; ++c) {
     const int a = c & 1, b = (c >> 1) & 1, d = c >> 2;
     const int cx = x0 + a, cy = y0 + b, cz = z0 + d;
@@ -92,6 +102,20 @@ struct SplatBlock {
   std::unique_ptr<float[]> buf;    // channel-major: buf[c * len + j]
 };
 
+/// Source points only (Src::point), for the first pass.
+template <class Src, class Fn>
+void forEachSourcePoint(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, const Fn& fn) {
+  for (long long r = rowLo; r < rowHi; ++r) {
+    const int y = int(r % ssy), z = int(r / ssy);
+    const size_t base = size_t(r) * size_t(ssx);
+    for (int x = 0; x < ssx; ++x) {
+      float px, py, pz;
+      src.point(x, y, z, base + size_t(x), px, py, pz);
+      fn(px, py, pz);
+    }
+  }
+}
+
 template <class Src, class Fn>
 void forEachSourceVoxel(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, const Fn& fn) {
   constexpr int K = Src::K;
@@ -126,24 +150,31 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     blocks[b].rowLo = rows * b / nb;
     blocks[b].rowHi = rows * (b + 1) / nb;
   }
-  auto planeOf = [&](int cx, int cy, int cz) { return pl.axis == 2 ? cz : (pl.axis == 1 ? cy : cx); };
 
   // Pass 1: the planes each block reaches.
   if (nb > 1) {
 #pragma omp parallel for schedule(static, 1)
     for (int b = 0; b < nb; ++b) {
-      int lo = pl.nPlanes, hi = -1;
-      forEachSourceVoxel(src, ss.x, ss.y, blocks[b].rowLo, blocks[b].rowHi,
-                         [&](float px, float py, float pz, const float*) {
-                           splatPoint<Index>(px, py, pz, t.sx, t.sy, t.sz,
-                                             [&](Index, float, int cx, int cy, int cz) {
-                             const int p = planeOf(cx, cy, cz);
-                             lo = p < lo ? p : lo;
-                             hi = p > hi ? p : hi;
-                           });
-                         });
-      blocks[b].pLo = lo;
-      blocks[b].pHi = hi;
+      // The planes floor(p) and floor(p) + 1 of every point along the
+      // plane axis, clipped to the grid (a superset of those reached).
+      float lo = 3.0e38f, hi = -3.0e38f;
+      forEachSourcePoint(src, ss.x, ss.y, blocks[b].rowLo, blocks[b].rowHi, [&](float px, float py, float pz) {
+        const float c = interpSanitize(pl.axis == 2 ? pz : (pl.axis == 1 ? py : px));
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+      });
+      if (hi >= lo) {
+        const int l = floorToInt(interpSanitize(lo)), h = floorToInt(interpSanitize(hi)) + 1;
+        blocks[b].pLo = l < 0 ? 0 : l;
+        blocks[b].pHi = h > pl.nPlanes - 1 ? pl.nPlanes - 1 : h;
+        if (blocks[b].pLo > blocks[b].pHi) {  // every point outside
+          blocks[b].pLo = 0;
+          blocks[b].pHi = -1;
+        }
+      } else {
+        blocks[b].pLo = 0;
+        blocks[b].pHi = -1;
+      }
     }
     size_t total = 0;
     for (const SplatBlock& bl : blocks)

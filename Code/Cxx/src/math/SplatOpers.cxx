@@ -19,9 +19,19 @@ namespace PyCA {
 namespace kern {
 
 /// Image values pushed to the points of an H-field.
-struct SplatImageSrc {
+/// Points of an H-field.
+struct AtHPoint {
+  const float *hx, *hy, *hz;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void point(int, int, int, size_t i, float& px, float& py, float& pz) const {
+    px = hx[i];
+    py = hy[i];
+    pz = hz[i];
+  }
+};
+
+struct SplatImageSrc : AtHPoint {
   static constexpr int K = 1;
-  const float *hx, *hy, *hz, *v;
+  const float* v;
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int, int, int, size_t i, float& px, float& py, float& pz,
                                                    float* out) const {
     px = hx[i];
@@ -32,9 +42,9 @@ struct SplatImageSrc {
 };
 
 /// Field values (or, with disp, the displacement v - x of an H-field).
-struct SplatFieldSrc {
+struct SplatFieldSrc : AtHPoint {
   static constexpr int K = 3;
-  const float *hx, *hy, *hz, *vx, *vy, *vz;
+  const float *vx, *vy, *vz;
   bool disp;
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
                                                    float* out) const {
@@ -52,6 +62,13 @@ struct SplatWorldSrc {
   static constexpr int K = 1;
   AtLin at;
   const float* v;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void point(int x, int y, int z, size_t i, float& px, float& py,
+                                              float& pz) const {
+    const P3 p = at(x, y, z, i);
+    px = p.x;
+    py = p.y;
+    pz = p.z;
+  }
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
                                                    float* out) const {
     const P3 p = at(x, y, z, i);
@@ -66,6 +83,11 @@ struct SplatWorldSrc {
 struct SplatAdSrc {
   static constexpr int K = 3;
   const float *gx, *gy, *gz, *X0, *X1, *X2;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void point(int, int, int, size_t i, float& px, float& py, float& pz) const {
+    px = gx[i];
+    py = gy[i];
+    pz = gz[i];
+  }
   detail::VoxelCentral d;
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
                                   float* out) const {
@@ -117,8 +139,8 @@ void splatField(Field3D& a_o, const Field3D& h, const Field3D& a_i, bool normali
   checkAll(a_o, h, a_i);
   Unaliased<Field3D> hs(h, st, a_o), is(a_i, st, a_o);
   const Field3D &H = hs, &In = is;
-  const kern::SplatFieldSrc src{dataOf(H, 0),  dataOf(H, 1),  dataOf(H, 2), dataOf(In, 0),
-                                dataOf(In, 1), dataOf(In, 2), disp};
+  const kern::SplatFieldSrc src{{dataOf(H, 0), dataOf(H, 1), dataOf(H, 2)}, dataOf(In, 0), dataOf(In, 1),
+                                dataOf(In, 2), disp};
   float* out[3] = {dataOf(a_o, 0), dataOf(a_o, 1), dataOf(a_o, 2)};
   runSplat(a_o.memType(), src, In.size(), a_o.grid(), out, nullptr, modeOf(normalize), st);
   if (disp) {
@@ -152,7 +174,7 @@ void Splat(Image3D& a_o, const Field3D& a_h, const Image3D& a_i, bool normalize,
   Unaliased<Field3D> hs(a_h, st, a_o);
   Unaliased<Image3D> is(a_i, st, a_o);
   const Field3D& H = hs;
-  const kern::SplatImageSrc src{dataOf(H, 0), dataOf(H, 1), dataOf(H, 2), dataOf(is.get())};
+  const kern::SplatImageSrc src{{dataOf(H, 0), dataOf(H, 1), dataOf(H, 2)}, dataOf(is.get())};
   float* out[1] = {dataOf(a_o)};
   runSplat(a_o.memType(), src, a_i.size(), a_o.grid(), out, nullptr, modeOf(normalize), st);
 }

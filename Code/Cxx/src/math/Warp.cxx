@@ -248,16 +248,25 @@ void ResampleV(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg, bool res
 void UpdateInverse(Field3D& ginv0t1, Field3D& scratchV, const Field3D& ginv0t, const Field3D& w,
                    unsigned int numIter, StreamT st, bool) {
   checkAll(ginv0t1, scratchV, ginv0t, w);
-  // ginv0t is sampled at every iteration: keep a copy if the output is it.
-  Unaliased<Field3D> g0(ginv0t, st, ginv0t1, scratchV);
-  Unaliased<Field3D> ws(w, st, ginv0t1, scratchV);
-  copyData(ginv0t1, g0, st);
-  for (unsigned int k = 0; k < numIter; ++k) {
-    // scratchV = w o ginv0t1; ginv0t1 = ginv0t o (Id - scratchV)
-    ApplyH(scratchV, ws, ginv0t1, BACKGROUND_STRATEGY_PARTIAL_ZERO, st);
-    const kern::AtV at{dataOf(scratchV, 0), dataOf(scratchV, 1), dataOf(scratchV, 2), -1.f, -1.f, -1.f};
-    warpField<BG_FIELD>(ginv0t1, g0, at, kern::PostNone{}, BACKGROUND_STRATEGY_PARTIAL_ID, kFieldBgMsg, st);
-  }
+  // ginv0t and w are sampled at every iteration: copies if the output is one of them.
+  Unaliased<Field3D> g0(ginv0t, st, ginv0t1), ws(w, st, ginv0t1);
+  const Field3D &G0 = g0, &W = ws;
+  copyData(ginv0t1, G0, st);
+  const Vec3Di s = ginv0t1.size();
+  // One fused pass per iteration: ginv0t1(x) := ginv0t(x - w(ginv0t1(x))).
+  // Each voxel reads ginv0t1 only at itself, so the update is in place.
+  detail::dispatchIndex(ginv0t1.nVox(), [&](auto ix) {
+    using I = typename decltype(ix)::type;
+    using WS = kern::FieldSampler<BACKGROUND_STRATEGY_PARTIAL_ZERO, I>;
+    using GS = kern::FieldSampler<BACKGROUND_STRATEGY_PARTIAL_ID, I>;
+    using At = kern::AtIdMinusSampled<WS>;
+    const At at{dataOf(ginv0t1, 0), dataOf(ginv0t1, 1), dataOf(ginv0t1, 2),
+                WS{dataOf(W, 0), dataOf(W, 1), dataOf(W, 2), s.x, s.y, s.z}};
+    const kern::WarpField<At, GS, kern::PostNone> fn{
+        at, GS{dataOf(G0, 0), dataOf(G0, 1), dataOf(G0, 2), s.x, s.y, s.z}, kern::PostNone{},
+        dataOf(ginv0t1, 0), dataOf(ginv0t1, 1), dataOf(ginv0t1, 2)};
+    for (unsigned int k = 0; k < numIter; ++k) forEachVoxel(ginv0t1.memType(), fn, s, st);
+  });
 }
 
 void FixedPointInverse(Field3D& ginv, const Field3D& g, unsigned int numIter, StreamT st, bool) {
