@@ -3,6 +3,8 @@
 // Exit code 0 on success.
 #include <Aff3D.h>
 #include <FOpers.h>
+#include <HFOpers.h>
+#include <IFOpers.h>
 #include <Field3D.h>
 #include <IOpers.h>
 #include <Image3D.h>
@@ -11,7 +13,9 @@
 #include <MemOpers.h>
 #include <MemoryManager.h>
 #include <Reduction.h>
+#include <VFOpers.h>
 #include <Vec2D.h>
+#include <interp.h>
 
 #include <cmath>
 #include <exception>
@@ -72,6 +76,35 @@ int main() {
     check(std::fabs(p.x - 5) < 1e-12 && std::fabs(p.y + 6) < 1e-12 && std::fabs(p.z - 7) < 1e-12,
           "inverse * transform == identity");
     check(t.determinant() == 8.0, "Aff3D determinant");
+    // IFOpers.h / HFOpers.h / VFOpers.h / interp.h: deformations and differences
+    {
+      const PyCA::GridInfo dg(PyCA::Vec3Di(13, 11, 7), PyCA::Vec3Df(1.5f, 2.f, 0.5f));
+      const size_t nd = dg.nVox();
+      PyCA::Image3D src(dg, PyCA::MEM_HOST), out(dg, PyCA::MEM_HOST);
+      PyCA::Field3D h(dg, PyCA::MEM_HOST), v(dg, PyCA::MEM_HOST), g(dg, PyCA::MEM_HOST), grad(dg, PyCA::MEM_HOST);
+      PyCA::MemOpers<EXEC_CPU, float>::SetLinear(src.get(), nd);  // src(x, y, z) = x + 13 (y + 11 z)
+      PyCA::Opers::SetToIdentity(h);
+      PyCA::Opers::ApplyH(out, src, h, BackgroundStrategy(4), InterpT(1));
+      check(out.get(17) == 17.f, "ApplyH with the identity");
+      PyCA::Opers::ComposeTranslation(out, src, PyCA::Vec3Df(1.f, 0.f, 0.f));
+      check(out.get(0) == 1.f && out.get(12) == 12.f, "ComposeTranslation by one voxel (clamped)");
+      const float mid = PyCA::triLerp<BACKGROUND_STRATEGY_CLAMP>(src.get(), 0.5f, 0.f, 0.f, 13, 11, 7);
+      check(std::fabs(mid - 0.5f) < 1e-6f, "interp.h triLerp");
+      PyCA::Opers::SetMem(v, PyCA::Vec3Df(0.75f, -0.5f, 0.25f));
+      PyCA::Opers::VtoH(g, v);
+      PyCA::Opers::HtoV(h, g);
+      check(std::fabs(h.get(100).x - 0.75f) < 1e-5f && std::fabs(h.get(100).z - 0.25f) < 1e-5f, "HtoV(VtoH(v)) == v");
+      PyCA::Opers::Gradient(grad, src, PyCA::DiffT(2), PyCA::BoundaryCondT(2));
+      check(std::fabs(grad.get(5, 5, 3).x - 1.f / 1.5f) < 1e-4f, "Gradient of a ramp");
+      PyCA::Opers::SetToIdentity(h);
+      PyCA::Opers::JacDetH(out, h);
+      check(std::fabs(out.get(100) - 1.f) < 1e-6f, "JacDetH of the identity is 1");
+      PyCA::Opers::Splat(out, h, src);
+      check(out.get(33) == 33.f, "Splat through the identity");
+      PyCA::Opers::SetToZero(v);
+      PyCA::Opers::ComposeHV(g, h, v);
+      check(g.get(7).y == h.get(7).y, "ComposeHV with a zero velocity");
+    }
   } catch (const std::exception& e) {
     std::cerr << "pyca_consumer: exception: " << e.what() << std::endl;
     return 2;

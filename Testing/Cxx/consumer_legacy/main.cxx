@@ -7,6 +7,8 @@
 #include <Aff3D.h>
 #include <CudaUtils.h>
 #include <FOpers.h>
+#include <HFOpers.h>
+#include <IFOpers.h>
 #include <Field3D.h>
 #include <IOpers.h>
 #include <Image3D.h>
@@ -14,7 +16,9 @@
 #include <MemOpers.h>
 #include <PyCAException.h>
 #include <Reduction.h>
+#include <VFOpers.h>
 #include <Vec2D.h>
+#include <interp.h>
 #include <conditionMacro.h>
 #include <estream.h>
 #include <mem.h>
@@ -134,6 +138,36 @@ int main() {
     check(!singular.invert(), "singular Mat3D refuses to invert");
     typedef Aff3Df::MatrixType MatrixType;
     check((MatrixType() == Mat3Df()), "Aff3D typedefs");
+
+    // IFOpers.h / HFOpers.h / VFOpers.h / interp.h: deformations and differences
+    {
+      const GridInfo dg(Vec3Di(13, 11, 7), Vec3Df(1.5f, 2.f, 0.5f));
+      const size_t nd = dg.nVox();
+      Image3D src(dg, MEM_HOST), out(dg, MEM_HOST);
+      Field3D h(dg, MEM_HOST), v(dg, MEM_HOST), g(dg, MEM_HOST), grad(dg, MEM_HOST);
+      MemOpers<EXEC_CPU, float>::SetLinear(src.get(), nd);  // src(x, y, z) = x + 13 (y + 11 z)
+      Opers::SetToIdentity(h);
+      Opers::ApplyH(out, src, h, BackgroundStrategy(4), InterpT(1));
+      check(out.get(17) == 17.f, "ApplyH with the identity");
+      Opers::ComposeTranslation(out, src, Vec3Df(1.f, 0.f, 0.f));
+      check(out.get(0) == 1.f && out.get(12) == 12.f, "ComposeTranslation by one voxel (clamped)");
+      const float mid = triLerp<BACKGROUND_STRATEGY_CLAMP>(src.get(), 0.5f, 0.f, 0.f, 13, 11, 7);
+      check(std::fabs(mid - 0.5f) < 1e-6f, "interp.h triLerp");
+      Opers::SetMem(v, Vec3Df(0.75f, -0.5f, 0.25f));
+      Opers::VtoH(g, v);
+      Opers::HtoV(h, g);
+      check(std::fabs(h.get(100).x - 0.75f) < 1e-5f && std::fabs(h.get(100).z - 0.25f) < 1e-5f, "HtoV(VtoH(v)) == v");
+      Opers::Gradient(grad, src, DiffT(2), BoundaryCondT(2));
+      check(std::fabs(grad.get(5, 5, 3).x - 1.f / 1.5f) < 1e-4f, "Gradient of a ramp");
+      Opers::SetToIdentity(h);
+      Opers::JacDetH(out, h);
+      check(std::fabs(out.get(100) - 1.f) < 1e-6f, "JacDetH of the identity is 1");
+      Opers::Splat(out, h, src);
+      check(out.get(33) == 33.f, "Splat through the identity");
+      Opers::SetToZero(v);
+      Opers::ComposeHV(g, h, v);
+      check(g.get(7).y == h.get(7).y, "ComposeHV with a zero velocity");
+    }
 
     // conditionMacro.h / PyCAException.h: legacy message format
     try {
