@@ -2,12 +2,37 @@
 """PyCA benchmarks: our median time beside a peer's, measured in the same run.
 
 Each row names the operation and size, our median, the peer's median (what a
-user would pick instead: NumPy, or plain allocation for the pool rows) and
-the ratio peer/ours (> 1 means we are faster). A few derived lines (marked
-"->", e.g. Add's bandwidth as a share of Copy's) are computed from rows of the
-same run. Results also go to a JSON file. Timings are medians over
-repetitions; nothing here asserts a time. Rows whose operator does not exist
-in this build are skipped with a note.
+user would pick instead: NumPy, SciPy, SimpleITK or PyTorch, or plain
+allocation for the pool rows) and the ratio peer/ours (> 1 means we are
+faster; '-' where no peer exists). Rows that move a known number of bytes also
+show our effective bandwidth (GB/s; the bytes per voxel counted are in the
+row's note), and rows the original PyCA was measured on show its time (serial,
+same machine kind) with our speed-up over it. A few derived lines (marked
+"->", e.g. Add's or ApplyH's bandwidth as a share of Copy's, timed
+interleaved) are computed from rows of the same run; "#" lines give the setup
+shared by the rows below them. Results also go to a JSON file. Timings are
+medians over repetitions (slow peers: as many as fit in a few seconds, at
+least 3); nothing here asserts a time.
+
+Rows:
+  * allocation (Python and C++): ManagedImage3D from a warm pool vs Image3D;
+  * elementwise, fused and reduction operators at --size (default 256^3) vs NumPy;
+  * deformation: ApplyH (trilinear, CLAMP) at 128^3 and 256^3 vs SimpleITK
+    WarpImageFilter, torch grid_sample and scipy map_coordinates; ComposeHH,
+    Splat, Gradient, JacDetH, CoAd, UpdateInverse at 128^3 (vs torch
+    grid_sample / its autograd adjoint, numpy.gradient where one exists);
+  * GPU rows (only with a CUDA device): Copy/Add/fused/reductions, ApplyH,
+    Gradient, ComposeHH at 256^3, Splat at 128^3 (also with values x 1e4),
+    each beside the same call on host memory.
+
+Before a peer is timed its result is compared with ours (max |diff| over the
+range of ours; tolerance 1e-5 unless the note states another); a disagreement
+prints a WARNING (also listed at the end and in the JSON). The peers run with
+our OpenMP thread count (OMP_NUM_THREADS, else the CPUs we may use): torch's
+set_num_threads and SimpleITK's global default thread count; SciPy is serial.
+Rows whose operator, or whose peer (torch, SimpleITK, scipy), is missing are
+skipped with a note. --only SUBSTR runs the rows whose name contains SUBSTR
+(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum).
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
 """
@@ -63,22 +88,56 @@ class Rows:
     def __init__(self):
         self.rows = []
         self.derived = []
+        self.warnings = []
 
-    def add(self, name, size, ours, peer, peer_name, note=''):
+    def add(self, name, size, ours, peer, peer_name, note='', bytes_per_voxel=None, nvox=None,
+            legacy=None, common=''):
+        """One row: our (median, min) beside the peer's (None: no peer, ratio '-').
+        bytes_per_voxel * nvox / our median gives the effective bandwidth
+        column; legacy = (ms, text) is the original PyCA's figure, shown with
+        our speed-up over it. note is printed under the row; common (the
+        setup shared by several rows) is printed once and kept in every row's
+        JSON note."""
+        if common:
+            if common != getattr(self, '_last_common', None):
+                print('  # %s' % common, flush=True)
+                self._last_common = common
+            note = '%s; %s' % (note, common) if note else common
+        gbps = (bytes_per_voxel * nvox / ours[0] / 1e9
+                if bytes_per_voxel and nvox and ours[0] > 0 else None)
         row = dict(name=name, size=size, ours_median_s=ours[0], ours_min_s=ours[1],
-                   peer=peer_name, peer_median_s=peer[0], peer_min_s=peer[1],
-                   ratio_peer_over_ours=peer[0] / ours[0] if ours[0] > 0 else float('nan'),
+                   peer=peer_name if peer is not None else None,
+                   peer_median_s=peer[0] if peer is not None else None,
+                   peer_min_s=peer[1] if peer is not None else None,
+                   ratio_peer_over_ours=(peer[0] / ours[0] if peer is not None and ours[0] > 0
+                                         else None),
+                   bytes_per_voxel=bytes_per_voxel, ours_gb_per_s=gbps,
+                   legacy_ms=legacy[0] if legacy else None,
+                   legacy_over_ours=(legacy[0] * 1e-3 / ours[0] if legacy and ours[0] > 0 else None),
                    note=note)
         self.rows.append(row)
-        print('%-46s %-7s %10.3f ms  %-28s %10.3f ms  %6.2fx' % (
-            name, size, ours[0] * 1e3, peer_name, peer[0] * 1e3, row['ratio_peer_over_ours']),
-            flush=True)
+        peer_txt = ('%-28s %10.3f ms  %6.2fx' % (peer_name, peer[0] * 1e3, row['ratio_peer_over_ours'])
+                    if peer is not None else '%-28s %13s  %7s' % ('-', '-', '-'))
+        extra = ''
+        if gbps is not None:
+            extra += '  %6.1f GB/s' % gbps
+        if legacy:
+            extra += '  legacy %s ms (%.1fx)' % (legacy[1], row['legacy_over_ours'])
+        print('%-46s %-7s %10.3f ms  %s%s' % (name, size, ours[0] * 1e3, peer_txt, extra), flush=True)
+        shown = note[:-len(common)].rstrip('; ') if common else note
+        if shown:
+            print('      note: %s' % shown, flush=True)
         return row
 
     def derive(self, name, value, unit, text):
         """A figure computed from rows of this run (e.g. a bandwidth ratio)."""
         self.derived.append(dict(name=name, value=value, unit=unit, text=text))
         print('  -> %s' % text, flush=True)
+
+    def warn(self, text):
+        """A problem the reader must see (e.g. a peer that disagrees with us)."""
+        self.warnings.append(text)
+        print('  WARNING: %s' % text, flush=True)
 
 
 def optional(name):
@@ -202,7 +261,513 @@ def bench_python(rows, n, reps, only):
             continue
         ours = try_time(lambda: call(fn), reps, label)
         if ours is not None:
-            rows.add(label, size, ours, median_time(peer, reps), peer_name)
+            rows.add(label, size, ours, median_time(peer, reps), peer_name,
+                     legacy=LEGACY_MS.get((fname, n)))
+
+
+# ---------------------------------------------------------------------------
+# Deformation and differential operators (spec groups E, F, H, V)
+# ---------------------------------------------------------------------------
+
+# The original PyCA (serial), measured on this machine kind: (ms, as printed).
+LEGACY_MS = {
+    ('ApplyH', 128): (15.6, '15.6'), ('ApplyH', 256): (158.0, '158'),
+    ('Splat', 128): (27.0, '27'), ('ComposeHH', 128): (38.5, '37-40'),
+    ('Gradient', 128): (1.9, '1.9'), ('Sum', 256): (13.9, '13.9'),
+}
+
+AGREE_TOL = 1e-5  # max |ours - peer| / (range of ours)
+
+
+def omp_threads():
+    """The OpenMP thread count our CPU back end uses: OMP_NUM_THREADS, or
+    (libgomp's default) the CPUs this process may run on."""
+    env = os.environ.get('OMP_NUM_THREADS', '').split(',')[0].strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+_PEER_MODULES = {}
+
+
+def peer_module(name, nthreads):
+    """torch / SimpleITK / scipy.ndimage, imported once and set to our thread
+    count, or None (with one note) when it is not installed."""
+    if name in _PEER_MODULES:
+        return _PEER_MODULES[name]
+    mod = None
+    try:
+        if name == 'torch':
+            import torch
+            torch.set_num_threads(nthreads)
+            mod = torch
+        elif name == 'SimpleITK':
+            import SimpleITK
+            SimpleITK.ProcessObject.SetGlobalDefaultNumberOfThreads(nthreads)
+            mod = SimpleITK
+        elif name == 'scipy.ndimage':
+            from scipy import ndimage
+            mod = ndimage
+    except Exception as e:  # not installed, or broken: only its rows are skipped
+        print('(%s rows skipped: cannot import %s: %s)' % (name, name, e), flush=True)
+    _PEER_MODULES[name] = mod
+    return mod
+
+
+def time_budget(fn, reps, budget_s=4.0):
+    """median_time for a peer that may be slow: one warm-up run measures it,
+    then at most budget_s of repetitions (at least 3, at most reps)."""
+    t0 = time.perf_counter()
+    fn()
+    t1 = time.perf_counter() - t0
+    n = max(3, min(reps, int(budget_s / max(t1, 1e-9))))
+    return median_time(fn, n, warmup=0 if t1 > 0.1 else 1)
+
+
+def _axis_shape(d):
+    return [(-1 if e == d else 1) for e in range(3)]
+
+
+def smooth_displacement(n, rng, amp):
+    """A smooth random displacement (3 arrays [x, y, z], float64, voxel units):
+    u_d = amp * sin(pi x_d / (n-1)) * s_d, where s_d (|s_d| <= 1) is a sum of
+    low-frequency sines of the two other coordinates. u_d vanishes on the
+    faces normal to d and x_d + u_d is increasing in x_d (amp * pi / (n-1) < 1),
+    so x + u stays inside [0, n-1]^3: every sample is inside the grid and the
+    peers' border rules play no part in the comparisons."""
+    L = n - 1.0
+    c = np.arange(n, dtype=np.float64)
+    u = []
+    for d in range(3):
+        o1, o2 = [e for e in range(3) if e != d]
+        k1, k2 = rng.integers(1, 3, size=2)
+        p1, p2 = rng.uniform(0.0, 2 * np.pi, size=2)
+        s = 0.5 * (np.sin(2 * np.pi * k1 * c / L + p1).reshape(_axis_shape(o1))
+                   + np.cos(2 * np.pi * k2 * c / L + p2).reshape(_axis_shape(o2)))
+        env = np.sin(np.pi * c / L).reshape(_axis_shape(d))
+        u.append(np.broadcast_to(amp * env * s, (n, n, n)))
+    return u
+
+
+def smooth_h(n, rng, amp=4.0):
+    """identity + smooth_displacement, float32 arrays [x, y, z] inside [0, n-1]."""
+    c = np.arange(n, dtype=np.float64)
+    return [np.clip(c.reshape(_axis_shape(d)) + u, 0.0, n - 1.0).astype(np.float32)
+            for d, u in enumerate(smooth_displacement(n, rng, amp))]
+
+
+def smooth_image(n, rng, noise=0.05):
+    """Low-frequency sines (3 separable terms, range about [-3, 3]) plus a
+    little noise, float32 indexed [x, y, z]. Smooth, so that float32 rounding
+    of sample coordinates (torch normalises them to [-1, 1]) stays far below
+    the agreement tolerance."""
+    c = np.arange(n, dtype=np.float32)
+    img = np.zeros((n, n, n), np.float32)
+    for _ in range(3):
+        term = np.ones((1, 1, 1), np.float32)
+        for d in range(3):
+            k, p = rng.integers(1, 5), rng.uniform(0.0, 2 * np.pi)
+            term = term * np.sin(np.float32(2 * np.pi * k / n) * c + np.float32(p)).reshape(_axis_shape(d))
+        img += term
+    img += np.float32(noise) * rng.standard_normal((n, n, n), dtype=np.float32)
+    return img
+
+
+def new_field(grid, comps, mem=None):
+    f = ca.Field3D(grid, ca.MEM_HOST if mem is None else mem)
+    for view, c in zip(f.asnp(), comps):
+        view[...] = c
+    return f
+
+
+def new_image(grid, arr):
+    im = ca.Image3D(grid, ca.MEM_HOST)
+    im.asnp()[...] = arr
+    return im
+
+
+def agreement(rows, label, peer_name, ours, peer, where=None, tol=AGREE_TOL):
+    """'agrees to X' text for a row note: max |ours - peer| over the range of
+    ours (restricted to the boolean mask `where`), with a warning when it is
+    above tol."""
+    ours = np.asarray(ours, np.float64)
+    peer = np.asarray(peer, np.float64)
+    if ours.shape != peer.shape:
+        rows.warn('%s: %s result has shape %s, ours %s' % (label, peer_name, peer.shape, ours.shape))
+        return 'shape mismatch'
+    rng_ = float(ours.max() - ours.min()) or 1.0
+    diff = np.abs(ours - peer)
+    if where is not None:
+        diff = diff[where]
+    rel = float(diff.max()) / rng_ if diff.size else 0.0
+    if not np.isfinite(rel) or rel > tol:
+        rows.warn('%s: %s disagrees with ours: max |diff| / range = %.2e > %.0e'
+                  % (label, peer_name, rel, tol))
+        return 'DISAGREES: max |diff|/range %.1e (tol %.0e)' % (rel, tol)
+    return 'agrees: max |diff|/range %.1e (tol %.0e)' % (rel, tol)
+
+
+# Effective bytes per voxel (float32): each array the operator reads or writes,
+# counted once, except ApplyH, counted as the issue does (see the row notes).
+BYTES = {
+    'ApplyH': 16,         # field h read (12) + output written (4); the sampled image is not counted
+    'ComposeHH': 36,      # h read (12), g read (12, sampled at h), f written (12)
+    'Splat': 20,          # h read (12), values read (4), output written (4)
+    'Gradient': 16,       # image read (4), gradient written (12)
+    'JacDetH': 16,        # h read (12), determinant written (4)
+    'CoAd': 36,           # g read (12), m read (12, sampled at g), n written (12)
+    'UpdateInverse': 240,  # copy (24) + 3 iterations x 2 compositions x 36
+}
+
+
+def _torch_volume(torch, arr_xyz):
+    """A (1, 1, D, H, W) tensor viewing an [x, y, z] array (W is our x): the
+    transposed view of a Fortran-ordered array is C-contiguous (zero copy)."""
+    return torch.from_numpy(np.ascontiguousarray(np.asarray(arr_xyz).T))[None, None]
+
+
+def _torch_grid(torch, h, n, dtype=None):
+    """grid_sample's grid for the H-field h (voxel coordinates [x, y, z]):
+    (1, D, H, W, 3), last dim (x, y, z) normalised to [-1, 1]
+    (align_corners=True: -1 and 1 are the centres of the first and last voxels),
+    computed in float64, then float32 unless dtype is torch.float64."""
+    g = np.stack([(2.0 / (n - 1)) * c.T.astype(np.float64) - 1.0 for c in h], axis=-1)
+    return torch.from_numpy(g if dtype == torch.float64 else g.astype(np.float32))[None]
+
+
+def bench_deform(rows, reps, only, nthreads):
+    """ApplyH at 128^3 and 256^3 beside SimpleITK, torch and SciPy; the other
+    deformation and differential operators at 128^3."""
+    def want(name):
+        return only is None or only.lower() in name.lower()
+
+    thr = '%d threads for ours, torch and SimpleITK' % nthreads
+    applyh_label = 'ApplyH(o, i, h) [linear, CLAMP]'
+    for n in (128, 256):
+        if want(applyh_label):
+            bench_applyh(rows, n, reps, nthreads, applyh_label, thr)
+    labels = ['ComposeHH(f, g, h) [PARTIAL_ID]', 'Splat(o, h, i) [normalize=False]',
+              'Gradient(g, i) [central, BC_CLAMP]', 'JacDetH(j, h) [central, BC_APPROX]',
+              'CoAd(n, g, m) [PARTIAL_ZERO]', 'UpdateInverse(..., numIter=3)']
+    if any(want(l) for l in labels):
+        bench_diff_ops(rows, 128, reps, nthreads, want, labels, thr)
+    if want('Python call overhead'):
+        g4 = ca.GridInfo(ca.Vec3Di(4, 4, 4))
+        i4, o4, h4 = ca.Image3D(g4, ca.MEM_HOST), ca.Image3D(g4, ca.MEM_HOST), ca.Field3D(g4, ca.MEM_HOST)
+        ca.SetMem(i4, 1.0)
+        ca.SetToIdentity(h4)
+        t = median_time(lambda: ca.ApplyH(o4, i4, h4, ca.BACKGROUND_STRATEGY_CLAMP), max(reps, 200))
+        rows.derive('Python call overhead (ApplyH 4^3)', t[0] * 1e6, 'us',
+                    'Python call overhead: ApplyH on a 4^3 grid takes %.1f us (SWIG dispatch, checks, '
+                    '64 voxels): negligible beside the 128^3 rows' % (t[0] * 1e6))
+
+
+def bench_applyh(rows, n, reps, nthreads, label, thr):
+    size = '%d^3' % n
+    nvox = n ** 3
+    rng = np.random.default_rng(10 + n)
+    sp = (1.0, 1.25, 0.8)  # anisotropic: checks the axis order of the SimpleITK displacement
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(*sp))
+    img_np = smooth_image(n, rng)
+    h_np = smooth_h(n, rng)
+    im, h = new_image(grid, img_np), new_field(grid, h_np)
+    o, cp = ca.Image3D(grid, ca.MEM_HOST), ca.Image3D(grid, ca.MEM_HOST)
+    del img_np
+    bg = ca.BACKGROUND_STRATEGY_CLAMP
+    ca.ApplyH(o, im, h, bg, ca.INTERP_LINEAR)
+    ours_out = np.array(o.asnp())
+    if n >= 256:
+        # Copy timed in alternation with ApplyH: the bandwidth share below sees the
+        # same machine conditions. (At 128^3 a copy's 16 MB can sit in the L3
+        # cache, so it is no DRAM reference: no share there.)
+        ours, copy_t = median_times_interleaved(
+            [lambda: ca.ApplyH(o, im, h, bg, ca.INTERP_LINEAR), lambda: ca.Copy(cp, im)], reps)
+    else:
+        ours, copy_t = median_time(lambda: ca.ApplyH(o, im, h, bg, ca.INTERP_LINEAR), reps), None
+    legacy = LEGACY_MS.get(('ApplyH', n))
+    bpv = BYTES['ApplyH']
+    base = ('%d B/voxel as the issue counts it (h 12 + output 4; the sampled image, +4, not counted); '
+            'h = identity + low-frequency sines (<= 4 voxels), all samples inside the grid; spacing '
+            '(1, 1.25, 0.8); smooth image; %s' % (bpv, thr))
+    peers = []  # (name, fn returning an [x, y, z] array or None, timed fn, note)
+
+    sitk = peer_module('SimpleITK', nthreads)
+    if sitk is not None:
+        s_img = sitk.GetImageFromArray(np.ascontiguousarray(im.asnp().T))  # SimpleITK arrays are [z, y, x]
+        s_img.SetSpacing(sp)
+        idx = [np.arange(n, dtype=np.float32).reshape(_axis_shape(d)) for d in range(3)]
+        disp = np.stack([((h_np[d] - idx[d]) * np.float32(sp[d])).T for d in range(3)], axis=-1)
+        s_disp = sitk.GetImageFromArray(disp, isVector=True)  # (z, y, x, [dx, dy, dz]) physical units
+        s_disp.SetSpacing(sp)
+        del disp
+        warp = sitk.WarpImageFilter()
+        warp.SetInterpolator(sitk.sitkLinear)
+        warp.SetOutputParameteresFromImage(s_img)
+        warp.SetEdgePaddingValue(0.0)
+        peers.append(('SimpleITK WarpImageFilter',
+                      lambda: sitk.GetArrayFromImage(warp.Execute(s_img, s_disp)).T,  # a copy: the image is temporary
+                      lambda: warp.Execute(s_img, s_disp),
+                      'linear, displacement (h - x) * spacing; returns a new image'))
+    torch = peer_module('torch', nthreads)
+    if torch is not None:
+        t_img = _torch_volume(torch, im.asnp())
+        t_grid = _torch_grid(torch, h_np, n)
+        F = torch.nn.functional
+
+        def t_apply():
+            with torch.inference_mode():
+                return F.grid_sample(t_img, t_grid, mode='bilinear', padding_mode='border',
+                                     align_corners=True)
+        peers.append(('torch grid_sample (3-D)', lambda: t_apply()[0, 0].numpy().T, t_apply,
+                      "mode='bilinear' (trilinear), padding_mode='border', align_corners=True; "
+                      'returns a new tensor'))
+    ndi = peer_module('scipy.ndimage', nthreads)
+    if ndi is not None:
+        # SciPy in its natural C order: input [z, y, x], coordinates (z, y, x), output [z, y, x].
+        s_in = np.ascontiguousarray(im.asnp().T)
+        s_coords = np.stack([h_np[2].T, h_np[1].T, h_np[0].T])
+        s_out = np.empty_like(s_in)
+
+        def s_apply():
+            ndi.map_coordinates(s_in, s_coords, output=s_out, order=1, mode='nearest')
+            return s_out
+        peers.append(('scipy map_coordinates', lambda: s_apply().T, s_apply,
+                      "order=1, mode='nearest', output= preallocated; serial (SciPy has no threads)"))
+    del h_np
+
+    ratios = []
+    if not peers:
+        rows.add(label, size, ours, None, '', '', bpv, nvox, legacy, common=base)
+    for name, result, timed, pnote in peers:
+        agree = agreement(rows, '%s %s' % (label, size), name, ours_out, result())
+        pt = time_budget(timed, reps)
+        rows.add(label, size, ours, pt, name, '%s; %s' % (agree, pnote), bpv, nvox, legacy, common=base)
+        ratios.append('%s %.2fx' % (name, pt[0] / ours[0]))
+    if copy_t is not None:
+        # Copy moves 8 B/voxel (read + write), ApplyH 16 as counted above.
+        bw, copy_bw = bpv * nvox / ours[0], 2 * 4 * nvox / copy_t[0]
+        rows.derive('ApplyH %s GB/s share of Copy' % size, 100.0 * bw / copy_bw, '%',
+                    'ApplyH %s: %.1f GB/s = %.0f%% of Copy (%.1f GB/s; %.3f ms vs Copy %.3f ms, '
+                    'interleaved, same run)' % (size, bw / 1e9, 100.0 * bw / copy_bw, copy_bw / 1e9,
+                                                ours[0] * 1e3, copy_t[0] * 1e3))
+    if ratios:
+        rows.derive('ApplyH %s peer/ours' % size, None, 'x',
+                    'ApplyH %s peer/ours: %s%s' % (size, ', '.join(ratios),
+                                                   '; legacy/ours %.1fx' % (legacy[0] * 1e-3 / ours[0])
+                                                   if legacy else ''))
+
+
+def bench_diff_ops(rows, n, reps, nthreads, want, labels, thr):
+    size = '%d^3' % n
+    nvox = n ** 3
+    rng = np.random.default_rng(20 + n)
+    sp = (1.0, 1.25, 0.8)
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(*sp))
+    g_np, h_np = smooth_h(n, rng), smooth_h(n, rng)
+    img_np = smooth_image(n, rng)
+    im = new_image(grid, img_np)
+    g, h = new_field(grid, g_np), new_field(grid, h_np)
+    out_f = ca.Field3D(grid, ca.MEM_HOST)
+    out_i = ca.Image3D(grid, ca.MEM_HOST)
+    l_compose, l_splat, l_grad, l_jac, l_coad, l_upd = labels
+    torch = peer_module('torch', nthreads) if want(l_compose) or want(l_splat) else None
+    F = torch.nn.functional if torch is not None else None
+    common = ('g, h = identity + low-frequency sines (<= 4 voxels), all samples inside the grid; '
+              'spacing (1, 1.25, 0.8); smooth image; %s' % thr)
+
+    def field_np(f):
+        return np.stack([np.array(c) for c in f.asnp()])
+
+    def add(label, ours, peer, peer_name, note, op):
+        rows.add(label, size, ours, peer, peer_name, note, BYTES[op], nvox, LEGACY_MS.get((op, n)),
+                 common=common)
+
+    if want(l_compose):
+        pid = ca.BACKGROUND_STRATEGY_PARTIAL_ID
+        fn = lambda: ca.ComposeHH(out_f, g, h, pid)
+        fn()
+        ours_out = field_np(out_f)
+        ours = median_time(fn, reps)
+        note = '%d B/voxel (h 12, g 12 sampled at h, f 12)' % BYTES['ComposeHH']
+        if torch is not None:
+            t_g = torch.from_numpy(np.stack([np.ascontiguousarray(c.T) for c in g_np]))[None]  # (1, 3, D, H, W)
+            t_grid = _torch_grid(torch, h_np, n)
+
+            def t_compose():
+                with torch.inference_mode():
+                    return F.grid_sample(t_g, t_grid, mode='bilinear', padding_mode='border',
+                                         align_corners=True)
+            res = t_compose()[0].numpy()
+            agree = agreement(rows, '%s %s' % (l_compose, size), 'torch grid_sample', ours_out,
+                              np.stack([res[d].T for d in range(3)]))
+            add(l_compose, ours, time_budget(t_compose, reps), 'torch grid_sample (3 chan)',
+                '%s; g\'s 3 components as channels sampled at h (border; all samples inside, so '
+                'PARTIAL_ID plays no part); returns a new tensor; %s' % (agree, note), 'ComposeHH')
+        else:
+            add(l_compose, ours, None, '', note, 'ComposeHH')
+
+    if want(l_splat):
+        fn = lambda: ca.Splat(out_i, h, im, False)
+        fn()
+        ours_out = np.array(out_i.asnp())
+        ours = median_time(fn, reps)
+        note = '%d B/voxel (h 12, values 4, output 4)' % BYTES['Splat']
+        if torch is not None:
+            # The adjoint of trilinear sampling: what a torch user gets from autograd
+            # (grid_sample's backward w.r.t. its input; zeros padding drops mass
+            # outside the grid, as Splat does). Only the backward pass is timed.
+            def torch_splat(dtype):
+                x = torch.zeros((1, 1, n, n, n), requires_grad=True, dtype=dtype)
+                y = F.grid_sample(x, _torch_grid(torch, h_np, n, dtype), mode='bilinear',
+                                  padding_mode='zeros', align_corners=True)
+                vals = _torch_volume(torch, im.asnp()).to(dtype)
+                return lambda: torch.autograd.grad(y, x, grad_outputs=vals, retain_graph=True)[0]
+            # Same computation in float64 first (is it the same operator?), then the
+            # timed float32 run, whose normalised grid rounds sample coordinates by
+            # up to ~(n-1) * 2^-24 voxels near the far faces, summed over 8 corners.
+            agree64 = agreement(rows, '%s %s' % (l_splat, size), 'torch autograd (float64)', ours_out,
+                                torch_splat(torch.float64)()[0, 0].numpy().T)
+            t_splat = torch_splat(torch.float32)
+            agree32 = agreement(rows, '%s %s' % (l_splat, size), 'torch autograd (float32)', ours_out,
+                                t_splat()[0, 0].numpy().T, tol=1e-4)
+            add(l_splat, ours, time_budget(t_splat, reps), 'torch grid_sample backward',
+                'float64 run %s; timed float32 run %s (its float32 grid in [-1, 1] rounds coordinates); '
+                'torch.autograd.grad(grid_sample(x, grid), x, grad_outputs=values): the adjoint of '
+                'trilinear sampling (padding zeros), backward pass only; %s'
+                % (agree64, agree32, note),
+                'Splat')
+            del t_splat
+        else:
+            add(l_splat, ours, None, '', note, 'Splat')
+
+    if want(l_grad):
+        fn = lambda: ca.Gradient(out_f, im, ca.DIFF_CENTRAL, ca.BC_CLAMP)
+        fn()
+        ours_out = field_np(out_f)
+        ours = median_time(fn, reps)
+        a_c = np.ascontiguousarray(img_np.T)  # NumPy's natural C order: [z, y, x]
+        npg = lambda: np.gradient(a_c, sp[2], sp[1], sp[0])  # returns [d/dz, d/dy, d/dx]
+        ref = np.stack([r.T for r in npg()[::-1]])
+        interior = np.zeros((3, n, n, n), bool)
+        interior[:, 1:-1, 1:-1, 1:-1] = True
+        agree = agreement(rows, '%s %s' % (l_grad, size), 'numpy.gradient', ours_out, ref, interior)
+        # BC_APPROX is np.gradient's edge rule (one-sided / sp): compare everywhere.
+        ca.Gradient(out_f, im, ca.DIFF_CENTRAL, ca.BC_APPROX)
+        agree_all = agreement(rows, 'Gradient(g, i) [central, BC_APPROX] %s' % size, 'numpy.gradient',
+                              field_np(out_f), ref)
+        add(l_grad, ours, time_budget(npg, reps), 'numpy.gradient(a, *sp)',
+            'interior voxels %s (on the faces BC_CLAMP gives half of NumPy\'s one-sided difference, by '
+            'design); BC_APPROX vs numpy.gradient on all voxels %s; NumPy allocates its 3 outputs; '
+            '%d B/voxel (image 4, gradient 12)'
+            % (agree.replace('agrees: ', 'agree: '), agree_all,
+               BYTES['Gradient']), 'Gradient')
+
+    if want(l_jac):
+        fn = lambda: ca.JacDetH(out_i, h, ca.DIFF_CENTRAL, ca.BC_APPROX)
+        fn()
+        ours_out = np.array(out_i.asnp())
+        ours = median_time(fn, reps)
+        h_c = [np.ascontiguousarray(c.T) for c in h_np]  # [z, y, x]
+
+        def np_jacdet():
+            # J[i][j] = d h_i / d x_j in voxel units (np.gradient gives d/dz, d/dy, d/dx)
+            J = [np.gradient(c)[::-1] for c in h_c]
+            return (J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1])
+                    - J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0])
+                    + J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]))
+        agree = agreement(rows, '%s %s' % (l_jac, size), 'numpy', ours_out, np_jacdet().T)
+        add(l_jac, ours, time_budget(np_jacdet, reps), 'numpy.gradient x3 + det',
+            '%s; np.gradient (edge_order=1, = BC_APPROX) of each component, voxel units, 3x3 determinant '
+            'in NumPy; %d B/voxel (h 12, det 4)' % (agree, BYTES['JacDetH']), 'JacDetH')
+
+    if want(l_coad):
+        m = new_field(grid, [smooth_image(n, rng) for _ in range(3)])
+        pz = ca.BACKGROUND_STRATEGY_PARTIAL_ZERO
+        add(l_coad, median_time(lambda: ca.CoAd(out_f, g, m, pz), reps), None, '',
+            'no peer; %d B/voxel (g 12, m 12 sampled at g, n 12); m = smooth field' % BYTES['CoAd'], 'CoAd')
+        del m
+
+    if want(l_upd):
+        w = new_field(grid, [0.5 * u for u in smooth_displacement(n, rng, 2.0)])
+        ginv1, scratch = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST)
+        add(l_upd, median_time(lambda: ca.UpdateInverse(ginv1, scratch, h, w, 3), reps), None, '',
+            'no peer; %d B/voxel (copy 24 + 3 iterations x 2 compositions x 36: each reads 2 fields, '
+            'writes 1); ginv0t = h, w = low-frequency sines <= 1 voxel' % BYTES['UpdateInverse'],
+            'UpdateInverse')
+
+
+def bench_gpu_deform(rows, reps, want):
+    """Device rows of the deformation operators: MEM_DEVICE data, synchronised
+    (CheckCUDAError waits for the device) before the clock stops, beside the
+    same op on host memory (our CPU back end)."""
+    def synced(fn):
+        def run():
+            fn()
+            ca.CheckCUDAError(__file__, 0)
+        return run
+
+    def on_device(obj, grid):
+        d = (ca.Field3D if isinstance(obj, ca.Field3D) else ca.Image3D)(grid, ca.MEM_DEVICE)
+        ca.Copy(d, obj)
+        return d
+
+    host_note = 'peer: the same call on MEM_HOST (our CPU back end, %d threads)' % omp_threads()
+    for n, labels in ((256, ['GPU ApplyH(o, i, h) [linear, CLAMP]', 'GPU Gradient(g, i) [central, BC_CLAMP]',
+                             'GPU ComposeHH(f, g, h) [PARTIAL_ID]']),
+                      (128, ['GPU Splat(o, h, i) [normalize=False]', 'GPU Splat(o, h, 1e4 * i)'])):
+        if not any(want(l) for l in labels):
+            continue
+        size, nvox = '%d^3' % n, n ** 3
+        rng = np.random.default_rng(30 + n)
+        grid = ca.GridInfo(ca.Vec3Di(n, n, n))
+        im, g, h = new_image(grid, smooth_image(n, rng)), new_field(grid, smooth_h(n, rng)), \
+            new_field(grid, smooth_h(n, rng))
+        d_im, d_g, d_h = on_device(im, grid), on_device(g, grid), on_device(h, grid)
+        o_i, d_oi = ca.Image3D(grid, ca.MEM_HOST), ca.Image3D(grid, ca.MEM_DEVICE)
+        o_f, d_of = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_DEVICE)
+        clamp, pid = ca.BACKGROUND_STRATEGY_CLAMP, ca.BACKGROUND_STRATEGY_PARTIAL_ID
+        if n == 256:
+            cases = [
+                (labels[0], 'ApplyH', lambda: ca.ApplyH(d_oi, d_im, d_h, clamp, ca.INTERP_LINEAR),
+                 lambda: ca.ApplyH(o_i, im, h, clamp, ca.INTERP_LINEAR), d_oi, o_i),
+                (labels[1], 'Gradient', lambda: ca.Gradient(d_of, d_im, ca.DIFF_CENTRAL, ca.BC_CLAMP),
+                 lambda: ca.Gradient(o_f, im, ca.DIFF_CENTRAL, ca.BC_CLAMP), d_of, o_f),
+                (labels[2], 'ComposeHH', lambda: ca.ComposeHH(d_of, d_g, d_h, pid),
+                 lambda: ca.ComposeHH(o_f, g, h, pid), d_of, o_f)]
+            for label, op, dfn, hfn, d_out, h_out in cases:
+                if want(label):
+                    ours, peer = median_time(synced(dfn), reps), median_time(hfn, reps)
+                    agree = agreement(rows, '%s %s' % (label, size), 'the host result',
+                                      ca._host_array(d_out), ca._host_array(h_out))
+                    rows.add(label, size, ours, peer, 'same op on host (CPU)',
+                             'device vs host result %s; %d B/voxel as the CPU row' % (agree, BYTES[op]),
+                             BYTES[op], nvox, common=host_note)
+        else:
+            # Float atomics: values 1e4 times larger must not be slower.
+            im_big = ca.Image3D(grid, ca.MEM_HOST)
+            ca.MulC(im_big, im, 1e4)
+            d_big = on_device(im_big, grid)
+            normal, big = median_times_interleaved(
+                [synced(lambda: ca.Splat(d_oi, d_h, d_im, False)),
+                 synced(lambda: ca.Splat(d_oi, d_h, d_big, False))], reps)
+            for label, d_vals, h_vals, t, what in ((labels[0], d_im, im, normal, 'float atomics'),
+                                                   (labels[1], d_big, im_big, big, 'values scaled by 1e4')):
+                if not want(label):
+                    continue
+                peer = median_time(lambda: ca.Splat(o_i, h, h_vals, False), reps)
+                ca.Splat(d_oi, d_h, d_vals, False)
+                agree = agreement(rows, '%s %s' % (label, size), 'the host result',
+                                  ca._host_array(d_oi), ca._host_array(o_i))
+                rows.add(label, size, t, peer, 'same op on host (CPU)',
+                         '%s; device vs host result %s (atomics add in another order); %d B/voxel'
+                         % (what, agree, BYTES['Splat']), BYTES['Splat'], nvox, common=host_note)
+            rows.derive('GPU Splat 1e4-scaled / normal', big[0] / normal[0], 'x',
+                        'GPU Splat %s with values x 1e4: %.2fx the time of normal values (interleaved; '
+                        'float atomics, no slowdown expected)' % (size, big[0] / normal[0]))
 
 
 def bench_gpu(rows, n, reps, only):
@@ -212,6 +777,7 @@ def bench_gpu(rows, n, reps, only):
     if ca.GetNumberOfCUDADevices() == 0:
         print('(GPU rows skipped: no CUDA device)', flush=True)
         return
+    bench_gpu_deform(rows, reps, lambda name: only is None or only.lower() in name.lower())
     grid = ca.GridInfo(ca.Vec3Di(n, n, n))
     size = '%d^3' % n
     nbytes = n ** 3 * 4
@@ -284,20 +850,31 @@ def main():
     ap.add_argument('--only', default=None, help='run rows whose name contains this text')
     args = ap.parse_args()
 
-    print('PyCA benchmarks on %s, %d CPUs (OMP_NUM_THREADS=%s), numpy %s' % (
-        platform.processor() or platform.machine(), os.cpu_count(),
-        os.environ.get('OMP_NUM_THREADS', 'default'), np.__version__))
-    print('%-46s %-7s %13s  %-28s %13s  %7s' % ('operation', 'size', 'ours (median)', 'peer',
-                                                 'peer (median)', 'peer/ours'))
+    nthreads = omp_threads()
+    print('PyCA benchmarks on %s, %d CPUs (OMP_NUM_THREADS=%s: %d threads; torch and SimpleITK set to '
+          'the same), numpy %s' % (platform.processor() or platform.machine(), os.cpu_count(),
+                                   os.environ.get('OMP_NUM_THREADS', 'default'), nthreads, np.__version__))
+    print('%-46s %-7s %13s  %-28s %13s  %7s  %s' % ('operation', 'size', 'ours (median)', 'peer',
+                                                     'peer (median)', 'peer/ours',
+                                                     '[ours GB/s]  [legacy PyCA (legacy/ours)]'))
     rows = Rows()
+    t0 = time.perf_counter()
     bench_cxx(rows, args.build_dir, args.reps, args.only)
     bench_python(rows, args.size, args.reps, args.only)
+    bench_deform(rows, args.reps, args.only, nthreads)
     bench_gpu(rows, args.size, args.reps, args.only)
+    if rows.warnings:
+        print('%d WARNING(S):' % len(rows.warnings))
+        for w in rows.warnings:
+            print('  WARNING: %s' % w)
     with open(args.json, 'w') as f:
-        json.dump(dict(machine=platform.platform(), cpus=os.cpu_count(), numpy=np.__version__,
-                       cuda_devices=ca.GetNumberOfCUDADevices(), rows=rows.rows,
-                       derived=rows.derived), f, indent=2)
-    print('results written to %s' % args.json)
+        json.dump(dict(machine=platform.platform(), cpus=os.cpu_count(), threads=nthreads,
+                       numpy=np.__version__, cuda_devices=ca.GetNumberOfCUDADevices(),
+                       peers={k: getattr(m, '__version__', 'scipy') if m is not None else None
+                              for k, m in _PEER_MODULES.items()},
+                       legacy_ms={'%s %d^3' % k: v[0] for k, v in LEGACY_MS.items()},
+                       rows=rows.rows, derived=rows.derived, warnings=rows.warnings), f, indent=2)
+    print('results written to %s (%.0f s)' % (args.json, time.perf_counter() - t0))
 
 
 if __name__ == '__main__':
