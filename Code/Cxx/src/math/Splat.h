@@ -32,6 +32,7 @@
 #include <memory>
 #include <vector>
 
+#include "Scratch.h"
 #include "VoxelLaunch.h"
 #include "interp.h"
 
@@ -99,35 +100,74 @@ struct SplatBlock {
   long long rowLo = 0, rowHi = 0;  // source rows [rowLo, rowHi)
   int pLo = 0, pHi = -1;           // target planes [pLo, pHi]; empty if pHi < pLo
   size_t len = 0;                  // floats per channel
-  std::unique_ptr<float[]> buf;    // channel-major: buf[c * len + j]
+  /// Channel c of the slab (len floats): scratch images, from the thread
+  /// memory manager's pools when it has host pools large enough (no page
+  /// faults on reuse), else private allocations freed before returning.
+  std::unique_ptr<Image3D> mem[4];
+  float* ch[4] = {nullptr, nullptr, nullptr, nullptr};
+  bool empty() const { return ch[0] == nullptr; }
 };
 
-/// Source points only (Src::point), for the first pass.
-template <class Src, class Fn>
-void forEachSourcePoint(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, const Fn& fn) {
+/// The range [lo, hi] of the coordinate along axis (0, 1, 2) of the source
+/// points of rows [rowLo, rowHi) (Src::point), for the first pass;
+/// vectorised min/max.
+template <class Src>
+void sourceCoordRange(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, int axis, float& lo,
+                      float& hi) {
+  float l = 3.0e38f, h = -3.0e38f;
   for (long long r = rowLo; r < rowHi; ++r) {
     const int y = int(r % ssy), z = int(r / ssy);
     const size_t base = size_t(r) * size_t(ssx);
+#pragma omp simd reduction(min : l) reduction(max : h)
     for (int x = 0; x < ssx; ++x) {
       float px, py, pz;
       src.point(x, y, z, base + size_t(x), px, py, pz);
-      fn(px, py, pz);
+      const float c = interpSanitize(axis == 2 ? pz : (axis == 1 ? py : px));
+      l = c < l ? c : l;
+      h = c > h ? c : h;
     }
   }
+  lo = l;
+  hi = h;
 }
 
-template <class Src, class Fn>
-void forEachSourceVoxel(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, const Fn& fn) {
-  constexpr int K = Src::K;
-  for (long long r = rowLo; r < rowHi; ++r) {
-    const int y = int(r % ssy), z = int(r / ssy);
-    const size_t base = size_t(r) * size_t(ssx);
-    for (int x = 0; x < ssx; ++x) {
-      float px, py, pz, v[K];
-      src(x, y, z, base + size_t(x), px, py, pz, v);
-      fn(px, py, pz, v);
-    }
+/// Adds the trilinear shares of values v[0..K-1] (and, with withW, of the
+/// weight 1) of point (x, y, z) to the slab channels ch[c] (indexed by the
+/// voxel index minus off).
+template <class Index, int K>
+PYCA_FORCEINLINE void accumulateCorners(float* const* ch, Index off, bool withW, float x, float y, float z,
+                                        const float* v, int sx, int sy, int sz) {
+  x = interpSanitize(x);
+  y = interpSanitize(y);
+  z = interpSanitize(z);
+  const int x0 = floorToInt(x), y0 = floorToInt(y), z0 = floorToInt(z);
+  const float tx = x - float(x0), ty = y - float(y0), tz = z - float(z0);
+  if (x0 >= 0 && y0 >= 0 && z0 >= 0 && x0 + 1 < sx && y0 + 1 < sy && z0 + 1 < sz) {
+    // all 8 corners inside (the common case)
+    const size_t j = size_t(voxelIndex<Index>(x0, y0, z0, sx, sy) - off);
+    const size_t dy = size_t(sx), dz = size_t(sx) * size_t(sy);
+    const float ux = 1.f - tx, uy = 1.f - ty, uz = 1.f - tz;
+    const float w00 = uy * uz, w10 = ty * uz, w01 = uy * tz, w11 = ty * tz;
+    auto add8 = [&](float* p, float s) {
+      const float a = ux * s, b = tx * s;
+      p[0] += a * w00;
+      p[1] += b * w00;
+      p[dy] += a * w10;
+      p[dy + 1] += b * w10;
+      p[dz] += a * w01;
+      p[dz + 1] += b * w01;
+      p[dz + dy] += a * w11;
+      p[dz + dy + 1] += b * w11;
+    };
+    for (int c = 0; c < K; ++c) add8(ch[c] + j, v[c]);
+    if (withW) add8(ch[K] + j, 1.f);
+    return;
   }
+  splatPoint<Index>(x, y, z, sx, sy, sz, [&](Index idx, float w, int, int, int) {
+    const size_t j = size_t(idx - off);
+    for (int c = 0; c < K; ++c) ch[c][j] += w * v[c];
+    if (withW) ch[K][j] += w;
+  });
 }
 
 template <class Index, class Src>
@@ -157,12 +197,8 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     for (int b = 0; b < nb; ++b) {
       // The planes floor(p) and floor(p) + 1 of every point along the
       // plane axis, clipped to the grid (a superset of those reached).
-      float lo = 3.0e38f, hi = -3.0e38f;
-      forEachSourcePoint(src, ss.x, ss.y, blocks[b].rowLo, blocks[b].rowHi, [&](float px, float py, float pz) {
-        const float c = interpSanitize(pl.axis == 2 ? pz : (pl.axis == 1 ? py : px));
-        lo = c < lo ? c : lo;
-        hi = c > hi ? c : hi;
-      });
+      float lo, hi;
+      sourceCoordRange(src, ss.x, ss.y, blocks[b].rowLo, blocks[b].rowHi, pl.axis, lo, hi);
       if (hi >= lo) {
         const int l = floorToInt(interpSanitize(lo)), h = floorToInt(interpSanitize(hi)) + 1;
         blocks[b].pLo = l < 0 ? 0 : l;
@@ -194,25 +230,34 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
   for (SplatBlock& bl : blocks) {
     if (bl.pHi < bl.pLo) continue;
     bl.len = size_t(bl.pHi - bl.pLo + 1) * pl.planeSize;
-    bl.buf.reset(new float[bl.len * size_t(C)]);
+    for (int c = 0; c < C; ++c) {
+      bl.mem[c] = scratchImage(GridInfo(Vec3Di(int(bl.len), 1, 1)), MEM_HOST);
+      bl.ch[c] = bl.mem[c]->get();
+    }
   }
 
   // Pass 2: each block splats its rows into its slab.
 #pragma omp parallel for schedule(static, 1) if (nb > 1)
   for (int b = 0; b < nb; ++b) {
     SplatBlock& bl = blocks[b];
-    if (!bl.buf) continue;
-    float* buf = bl.buf.get();
-    std::fill(buf, buf + bl.len * size_t(C), 0.f);
+    if (bl.empty()) continue;
+    for (int c = 0; c < C; ++c) std::fill(bl.ch[c], bl.ch[c] + bl.len, 0.f);
     const Index off = Index(bl.pLo) * Index(pl.planeSize);
-    const size_t len = bl.len;
-    forEachSourceVoxel(src, ss.x, ss.y, bl.rowLo, bl.rowHi, [&](float px, float py, float pz, const float* v) {
-      splatPoint<Index>(px, py, pz, t.sx, t.sy, t.sz, [&](Index idx, float w, int, int, int) {
-        const size_t j = size_t(idx - off);
-        for (int c = 0; c < K; ++c) buf[size_t(c) * len + j] += w * v[c];
-        if (withW) buf[size_t(K) * len + j] += w;
-      });
-    });
+    float* const ch[4] = {bl.ch[0], bl.ch[1], bl.ch[2], bl.ch[3]};
+    const int sx = t.sx, sy = t.sy, sz = t.sz;
+    // Row by row; within a row the even voxels, then the odd ones (neighbours
+    // of a smooth deformation push to the same corners: interleaving keeps
+    // consecutive read-modify-writes apart).
+    for (long long r = bl.rowLo; r < bl.rowHi; ++r) {
+      const int y = int(r % ss.y), z = int(r / ss.y);
+      const size_t base = size_t(r) * size_t(ss.x);
+      for (int parity = 0; parity < 2; ++parity)
+        for (int x = parity; x < ss.x; x += 2) {
+          float px, py, pz, v[K];
+          src(x, y, z, base + size_t(x), px, py, pz, v);
+          accumulateCorners<Index, K>(ch, off, withW, px, py, pz, v, sx, sy, sz);
+        }
+    }
   }
 
   // Pass 3: sum the slabs plane by plane, in block order.
@@ -225,10 +270,10 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
       const size_t m = n - s < 64 ? n - s : 64;
       for (int c = 0; c < C; ++c) std::fill(acc[c], acc[c] + m, 0.f);
       for (const SplatBlock& bl : blocks) {
-        if (!bl.buf || p < bl.pLo || p > bl.pHi) continue;
+        if (bl.empty() || p < bl.pLo || p > bl.pHi) continue;
         const size_t o = j0 + s - size_t(bl.pLo) * pl.planeSize;
         for (int c = 0; c < C; ++c) {
-          const float* src_c = bl.buf.get() + size_t(c) * bl.len + o;
+          const float* src_c = bl.ch[c] + o;
           for (size_t k = 0; k < m; ++k) acc[c][k] += src_c[k];
         }
       }

@@ -88,9 +88,23 @@ PYCA_TARGET_AVX2 void voxelRowAvx2(const Fn fn, int y, int z, size_t base, int n
 }
 #endif
 
+/// Hook for a hand-vectorised CPU row of a particular functor (see
+/// cpu/TriLerpAvx2.h): a specialisation with kAvx2 = true provides
+/// static void avx2(const Fn&, int y, int z, size_t base, int nx).
+template <class Fn>
+struct CpuRow {
+  static constexpr bool kAvx2 = false;
+};
+
 template <class Fn>
 inline void voxelRowDispatch(const Fn& fn, bool avx2, int y, int z, size_t base, int nx) {
 #ifdef PYCA_X86_DISPATCH
+  if constexpr (CpuRow<Fn>::kAvx2) {
+    if (avx2) {
+      CpuRow<Fn>::avx2(fn, y, z, base, nx);
+      return;
+    }
+  }
   if (avx2) {
     voxelRowAvx2(fn, y, z, base, nx);
     return;

@@ -15,8 +15,44 @@
 #include "OpDispatch.h"
 #include "Scratch.h"
 #include "VoxelLaunch.h"
+#include "cpu/TriLerpAvx2.h"
 
 namespace PyCA {
+
+#ifdef PYCA_HAVE_TRILERP_AVX2
+namespace detail {
+/// The CPU rows of the CLAMP-trilinear image warps (ApplyH, ApplyV,
+/// ComposeTranslation, Resample, ResampleWorld with the default strategy)
+/// use the AVX2 pair-load sampler: the coordinate source fills a chunk of
+/// sample points, triLerpClampAvx2 samples them.
+template <class At>
+struct CpuRow<kern::WarpImage<At, kern::ImageSampler<BACKGROUND_STRATEGY_CLAMP, INTERP_LINEAR, int>>> {
+  using Fn = kern::WarpImage<At, kern::ImageSampler<BACKGROUND_STRATEGY_CLAMP, INTERP_LINEAR, int>>;
+  static constexpr bool kAvx2 = true;
+  static void avx2(const Fn& fn, int y, int z, size_t base, int nx) {
+    if (fn.s.sx < 2) {
+      voxelRow(fn, y, z, base, nx);
+      return;
+    }
+    constexpr int kChunk = 256;
+    float px[kChunk], py[kChunk], pz[kChunk];
+    const At at = fn.at;
+    for (int x0 = 0; x0 < nx; x0 += kChunk) {
+      const int m = nx - x0 < kChunk ? nx - x0 : kChunk;
+#pragma omp simd
+      for (int k = 0; k < m; ++k) {
+        const kern::P3 p = at(x0 + k, y, z, base + size_t(x0 + k));
+        px[k] = p.x;
+        py[k] = p.y;
+        pz[k] = p.z;
+      }
+      triLerpClampAvx2(fn.s.img, fn.s.sx, fn.s.sy, fn.s.sz, px, py, pz, fn.out + base + size_t(x0), m);
+    }
+  }
+};
+}  // namespace detail
+#endif
+
 namespace Opers {
 
 using detail::BG_FIELD;

@@ -1,0 +1,89 @@
+// TriLerpAvx2.cxx -- the CPU back end's AVX2 build of the hottest sampler:
+// trilinear interpolation of an image with BACKGROUND_STRATEGY_CLAMP (ApplyH,
+// ApplyV, ComposeTranslation, Resample with the default strategy).
+//
+// Same arithmetic as interp.h's triLerp<CLAMP> up to rounding, reformulated
+// so that each pair of x-neighbours is one 64-bit load: with CLAMP, clamping
+// the corner indices equals clamping the sample point to [0, s - 1]; the
+// lower corner is then min(floor(p), s - 2) and its neighbour always exists.
+// Four pair loads per sample instead of eight scalar gathers: about twice
+// the speed of the compiler-vectorised generic body. Compiled by the host
+// compiler only (also in CUDA builds), chosen at run time when the CPU runs
+// AVX2; the GPU and every other case use interp.h.
+#include "TriLerpAvx2.h"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+namespace PyCA {
+namespace detail {
+
+__attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
+                                                      const float* py, const float* pz, float* out, int n) {
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.f);
+  const __m256 mx = _mm256_set1_ps(float(sx - 1)), my = _mm256_set1_ps(float(sy - 1)),
+               mz = _mm256_set1_ps(float(sz - 1));
+  // lower corner limits (axes of extent 1 keep index 0 and weight 0)
+  const __m256i lx = _mm256_set1_epi32(sx - 2), ly = _mm256_set1_epi32(sy > 1 ? sy - 2 : 0),
+                lz = _mm256_set1_epi32(sz > 1 ? sz - 2 : 0);
+  const __m256i vsx = _mm256_set1_epi32(sx), vsy = _mm256_set1_epi32(sy);
+  const long long dy = sy > 1 ? sx : 0, dz = sz > 1 ? (long long)sx * sy : 0;
+  const long long off[4] = {0, dy, dz, dy + dz};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    // max(NaN, 0) is 0: a NaN coordinate samples the border, as in interp.h
+    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(px + i), zero), mx);
+    const __m256 y = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(py + i), zero), my);
+    const __m256 z = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(pz + i), zero), mz);
+    const __m256i ix = _mm256_min_epi32(_mm256_cvttps_epi32(x), lx);
+    const __m256i iy = _mm256_min_epi32(_mm256_cvttps_epi32(y), ly);
+    const __m256i iz = _mm256_min_epi32(_mm256_cvttps_epi32(z), lz);
+    const __m256 tx = _mm256_sub_ps(x, _mm256_cvtepi32_ps(ix));
+    const __m256 ty = _mm256_sub_ps(y, _mm256_cvtepi32_ps(iy));
+    const __m256 tz = _mm256_sub_ps(z, _mm256_cvtepi32_ps(iz));
+    const __m256i r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
+    alignas(32) int idx[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(idx), r);
+    const __m256 ux = _mm256_sub_ps(one, tx);
+    __m256 l[4];
+    for (int k = 0; k < 4; ++k) {
+      const float* b = img + off[k];
+      __m128d p0 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[0]));
+      p0 = _mm_loadh_pd(p0, reinterpret_cast<const double*>(b + idx[1]));
+      __m128d p1 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[2]));
+      p1 = _mm_loadh_pd(p1, reinterpret_cast<const double*>(b + idx[3]));
+      __m128d p2 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[4]));
+      p2 = _mm_loadh_pd(p2, reinterpret_cast<const double*>(b + idx[5]));
+      __m128d p3 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[6]));
+      p3 = _mm_loadh_pd(p3, reinterpret_cast<const double*>(b + idx[7]));
+      const __m256 a = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p0), p2, 1));
+      const __m256 c = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p1), p3, 1));
+      const __m256 v0 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0));  // lower x corner, voxels 0..7
+      const __m256 v1 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 3, 1));  // upper x corner
+      // (1 - t) v0 + t v1: exact at t = 0 and t = 1 (samples on the grid)
+      l[k] = _mm256_add_ps(_mm256_mul_ps(ux, v0), _mm256_mul_ps(tx, v1));
+    }
+    const __m256 e = _mm256_add_ps(l[0], _mm256_mul_ps(ty, _mm256_sub_ps(l[1], l[0])));
+    const __m256 f = _mm256_add_ps(l[2], _mm256_mul_ps(ty, _mm256_sub_ps(l[3], l[2])));
+    _mm256_storeu_ps(out + i, _mm256_add_ps(e, _mm256_mul_ps(tz, _mm256_sub_ps(f, e))));
+  }
+  // the last < 8 samples: the same arithmetic, one at a time
+  for (; i < n; ++i) {
+    auto clampf = [](float v, float hi) { return v >= 0.f ? (v <= hi ? v : hi) : 0.f; };
+    const float x = clampf(px[i], float(sx - 1)), y = clampf(py[i], float(sy - 1)), z = clampf(pz[i], float(sz - 1));
+    int x0 = int(x), y0 = int(y), z0 = int(z);
+    x0 = x0 < sx - 2 ? x0 : sx - 2;
+    y0 = y0 < (sy > 1 ? sy - 2 : 0) ? y0 : (sy > 1 ? sy - 2 : 0);
+    z0 = z0 < (sz > 1 ? sz - 2 : 0) ? z0 : (sz > 1 ? sz - 2 : 0);
+    const float tx = x - float(x0), ty = y - float(y0), tz = z - float(z0);
+    const float* b = img + (long long)sx * ((long long)y0 + (long long)sy * z0) + x0;
+    float l[4];
+    for (int k = 0; k < 4; ++k) l[k] = (1.f - tx) * b[off[k]] + tx * b[off[k] + 1];
+    const float e = l[0] + ty * (l[1] - l[0]), f = l[2] + ty * (l[3] - l[2]);
+    out[i] = e + tz * (f - e);
+  }
+}
+
+}  // namespace detail
+}  // namespace PyCA
+#endif
