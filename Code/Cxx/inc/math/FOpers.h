@@ -250,7 +250,7 @@ void JacobianXtY(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st = nu
 
 /// Voxel-grid resampling of every component onto a_o's size, centred (as
 /// Resample for images with useOriginOffset); rescaleVector divides the
-/// components by the size ratio r = size_i / size_o.
+/// components by the size ratio r = size_i / size_o. An empty a_i gives 0.
 void Resample(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
               bool rescaleVector = false, StreamT st = nullptr);
 /// a_o(x) = a_i(x + start) (zero outside a_i).
