@@ -713,6 +713,36 @@ def test_inverse_zeroth_order(dom):
     assert np.abs(r[(slice(None),) + m]).max() < 0.5 * np.abs(h - dom.I).max()
 
 
+@pytest.mark.skipif(not hasattr(ca, "Aff3Df"), reason="InitializeHFromAffine comes with ca.Aff3Df")
+def test_initialize_h_from_affine(dom):
+    """h(x) = voxel coordinates of A w(x) + b, w(x) = x sp + org the world
+    position of voxel x (spec 2.10 H); invertAff uses the inverse map; a
+    singular matrix cannot be inverted."""
+    A = np.array([[1.1, 0.2, -0.1], [0.05, 0.95, 0.1], [-0.2, 0.1, 1.05]])
+    b = np.array([0.7, -1.2, 0.4])
+
+    def aff(M, t):
+        m = ca.Mat3Df()
+        for r, c in itertools.product(range(3), range(3)):
+            m.set(r, c, float(M[r, c]))
+        return ca.Aff3Df(m, ca.Vec3Df(*t))
+
+    org = np.array(dom.g.origin().tolist()).reshape(3, 1, 1, 1)
+    world = dom.I * dom.sp + org
+    for invert in (False, True):
+        M, t = (np.linalg.inv(A), -np.linalg.inv(A) @ b) if invert else (A, b)
+        want = (np.einsum("ij,j...->i...", M, world) + t.reshape(3, 1, 1, 1) - org) / dom.sp
+        h = dom.new_fld()
+        ca.InitializeHFromAffine(h, aff(A, b), invert)
+        close(inp(h), want, "InitializeHFromAffine invert=%s" % invert, rtol=1e-5)
+    h = dom.new_fld()
+    ca.InitializeHFromAffine(h, aff(np.eye(3), (0, 0, 0)), False)
+    close(inp(h), dom.I, "identity affine", rtol=1e-6)
+    with pytest.raises(RuntimeError) as ei:
+        ca.InitializeHFromAffine(h, aff(np.zeros((3, 3)), (1, 2, 3)), True)
+    assert "Error, could not invert affine transform" in str(ei.value)
+
+
 # ---------------------------------------------------------------------------
 # adjoint identities
 
