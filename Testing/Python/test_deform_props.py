@@ -12,7 +12,6 @@ Tolerances: "exact" means bit-identical float32; otherwise CLOSE (1e-5
 relative to max(1, max |reference|) plus 1e-5 relative per value) unless a
 test states its own.
 """
-import hashlib
 import itertools
 import os
 import subprocess
