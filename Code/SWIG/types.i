@@ -190,9 +190,12 @@ PYCA_KEEPALIVE(PyCA::GridInfo::origin)
 %ignore PyCA::Image3D::spacing() const;
 %ignore PyCA::Image3D::origin() const;
 %ignore PyCA::Field3D::Field3D(const GridInfo&, const MemPool<float>&, const MemPool<float>&, const MemPool<float>&);
-%ignore PyCA::Field3D::x;
-%ignore PyCA::Field3D::y;
-%ignore PyCA::Field3D::z;
+// The legacy raw-pointer attributes f.x, f.y, f.z (read only), for the
+// raw-array operator forms such as Gradient(g, f.x). Like the legacy
+// pointer proxies they do not keep f alive.
+%immutable PyCA::Field3D::x;
+%immutable PyCA::Field3D::y;
+%immutable PyCA::Field3D::z;
 %ignore PyCA::Field3D::getX;
 %ignore PyCA::Field3D::getY;
 %ignore PyCA::Field3D::getZ;

@@ -218,12 +218,14 @@ void ReprojectToUnitVec(Field3D& a_o, StreamT st = nullptr);
 /// "Inverse not yet implemented/tested").
 void FixedPointInverse(Field3D& ginv, const Field3D& g, unsigned int numIter = 2, StreamT st = nullptr,
                        bool onDev = false);
-/// Inverse update after a step: with g_{t+1} = (Id + w) o g_t, iterates
-/// ginv0t1 := ginv0t o (Id - w o ginv0t1) numIter times from ginv0t1 = ginv0t
-/// (w o . with PARTIAL_ZERO, ginv0t o . with PARTIAL_ID). w is a displacement
-/// in voxel units here (legacy: it is not divided by the spacing). scratchV
-/// is checked and otherwise unused (the two samplings of an iteration run as
-/// one fused pass).
+/// Inverse update after a step: iterates ginv0t1 := ginv0t o (Id - w o
+/// ginv0t1) numIter times from ginv0t1 = ginv0t (w o . with PARTIAL_ZERO,
+/// ginv0t o . with PARTIAL_ID), the legacy iteration. Its fixed point is the
+/// inverse of g_{t+1} = g_t + w, i.e. w is the step's displacement on the
+/// domain of g_t (for a step g_{t+1} = (Id + v) o g_t, w = v o g_t; passing
+/// v itself is correct only to first order). w is in voxel units here
+/// (legacy: it is not divided by the spacing). scratchV is checked and
+/// otherwise unused (the two samplings of an iteration run as one fused pass).
 void UpdateInverse(Field3D& ginv0t1, Field3D& scratchV, const Field3D& ginv0t, const Field3D& w,
                    unsigned int numIter = 3, StreamT st = nullptr, bool onDev = false);
 /// Adjoint action Z = Ad_g X = (Dg X) o g^{-1}, computed as the splat of
@@ -251,7 +253,7 @@ void JacobianXtY(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st = nu
 
 /// Voxel-grid resampling of every component onto a_o's size, centred (as
 /// Resample for images with useOriginOffset); rescaleVector divides the
-/// components by the size ratio r = size_i / size_o.
+/// components by the size ratio r = size_i / size_o. An empty a_i gives 0.
 void Resample(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
               bool rescaleVector = false, StreamT st = nullptr);
 /// a_o(x) = a_i(x + start) (zero outside a_i).

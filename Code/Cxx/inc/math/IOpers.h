@@ -223,12 +223,14 @@ void SubVol(Image3D& a_o, const Image3D& a_i, const Vec3Di& start, StreamT st = 
 void SetSubVol_I(Image3D& a_o, const Image3D& a_i, const Vec3Di& start, StreamT st = nullptr);
 /// Voxel-grid resampling of a_i onto a_o's size (spacing and origin are not
 /// used): a_o(x) = a_i(x * r + o), r = size_i / size_o per axis, o = (r - 1)/2
-/// with useOriginOffset (centred samples), else 0. Equal sizes copy.
+/// with useOriginOffset (centred samples), else 0. Equal sizes copy; an
+/// empty a_i (no voxels) gives 0.
 /// bg: CLAMP, WRAP, ZERO, PARTIAL_ZERO ("Unknown background strategy").
 void Resample(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
               InterpT interp = INTERP_LINEAR, bool useOriginOffset = true, StreamT st = nullptr);
 /// World-coordinate resampling: a_o(x) = a_i at the world point of a_o's
-/// voxel x, i.e. at ((x * sp_o + org_o) - org_i) / sp_i in a_i's voxels.
+/// voxel x, i.e. at ((x * sp_o + org_o) - org_i) / sp_i in a_i's voxels
+/// (0 everywhere if a_i has no voxels).
 void ResampleWorld(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg = BACKGROUND_STRATEGY_CLAMP,
                    InterpT interp = INTERP_LINEAR, StreamT st = nullptr);
 /// Adjoint of ResampleWorld: every voxel of a_i is splatted (trilinear

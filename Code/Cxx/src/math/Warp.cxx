@@ -143,6 +143,10 @@ void resampleField(Field3D& a_o, const Field3D& a_i, BackgroundStrategy bg, bool
     if (!detail::overlaps(a_o, a_i)) copyData(a_o, a_i, st);
     return;
   }
+  if (a_i.nVox() == 0) {  // nothing to sample (the samplers need a voxel)
+    SetMem(a_o, 0.f, st);
+    return;
+  }
   const kern::AtLin at = resampleAt(si, so, true);
   if (rescaleVector)
     warpField<BG_FIELD>(a_o, a_i, at, kern::PostScale{1.f / at.ax, 1.f / at.ay, 1.f / at.az}, bg, kFieldBgMsg,
@@ -190,11 +194,22 @@ void Resample(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg, InterpT i
     if (!detail::overlaps(a_o, a_i)) copyData(a_o, a_i, st);
     return;
   }
+  if (a_i.nVox() == 0) {  // nothing to sample (the samplers need a voxel)
+    SetMem(a_o, 0.f, st);
+    return;
+  }
   warpImage(a_o, a_i, resampleAt(si, so, useOriginOffset), bg, interp, kResampleBgMsg, st);
 }
 
 void ResampleWorld(Image3D& a_o, const Image3D& a_i, BackgroundStrategy bg, InterpT interp, StreamT st) {
   checkMemTypes(a_o, a_i);
+  if (a_i.nVox() == 0) {  // nothing to sample (the samplers need a voxel)
+    PRECONDITION(detail::bgAccepted(BG_IMAGE, bg), kResampleBgMsg);
+    PRECONDITION(interp == INTERP_NN || interp == INTERP_LINEAR || interp == INTERP_CUBIC,
+                 "Unknown interpolation strategy");
+    SetMem(a_o, 0.f, st);
+    return;
+  }
   const Vec3Df &so = a_o.spacing(), &oo = a_o.origin(), &si = a_i.spacing(), &oi = a_i.origin();
   const kern::AtLin at{so.x / si.x, (oo.x - oi.x) / si.x, so.y / si.y, (oo.y - oi.y) / si.y,
                        so.z / si.z, (oo.z - oi.z) / si.z};
