@@ -888,7 +888,10 @@ def test_embedded_2d_deformation(embed):
         o2, o3 = d2.new_im(), d3.new_im()
         ca.Splat(o2, d2.fld(h2), d2.im(a), normalize)
         ca.Splat(o3, d3.fld(h3), d3.im(_stack(a)), normalize)
-        same(to_np(o3), _stack(to_np(o2)), "Splat normalize=%s" % normalize)
+        # the CPU splat sums per-thread slabs cut along the last axis, so the
+        # 2-D and 3-D grids add the same terms in a different order: equal to
+        # float32 rounding, not bit for bit
+        close(to_np(o3), _stack(to_np(o2)), "Splat normalize=%s" % normalize, rtol=1e-6)
 
 
 def test_embedded_2d_differences(embed):

@@ -60,12 +60,14 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
       const __m256 c = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p1), p3, 1));
       const __m256 v0 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0));  // lower x corner, voxels 0..7
       const __m256 v1 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 3, 1));  // upper x corner
-      // (1 - t) v0 + t v1: exact at t = 0 and t = 1 (samples on the grid)
+      // (1 - t) v0 + t v1 (here and along y, z): exact at t = 0 and t = 1,
+      // so samples on grid points (the last plane has t = 1) are exact
       l[k] = _mm256_add_ps(_mm256_mul_ps(ux, v0), _mm256_mul_ps(tx, v1));
     }
-    const __m256 e = _mm256_add_ps(l[0], _mm256_mul_ps(ty, _mm256_sub_ps(l[1], l[0])));
-    const __m256 f = _mm256_add_ps(l[2], _mm256_mul_ps(ty, _mm256_sub_ps(l[3], l[2])));
-    _mm256_storeu_ps(out + i, _mm256_add_ps(e, _mm256_mul_ps(tz, _mm256_sub_ps(f, e))));
+    const __m256 uy = _mm256_sub_ps(one, ty), uz = _mm256_sub_ps(one, tz);
+    const __m256 e = _mm256_add_ps(_mm256_mul_ps(uy, l[0]), _mm256_mul_ps(ty, l[1]));
+    const __m256 f = _mm256_add_ps(_mm256_mul_ps(uy, l[2]), _mm256_mul_ps(ty, l[3]));
+    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(uz, e), _mm256_mul_ps(tz, f)));
   }
   // the last < 8 samples: the same arithmetic, one at a time
   for (; i < n; ++i) {
@@ -79,8 +81,8 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
     const float* b = img + (long long)sx * ((long long)y0 + (long long)sy * z0) + x0;
     float l[4];
     for (int k = 0; k < 4; ++k) l[k] = (1.f - tx) * b[off[k]] + tx * b[off[k] + 1];
-    const float e = l[0] + ty * (l[1] - l[0]), f = l[2] + ty * (l[3] - l[2]);
-    out[i] = e + tz * (f - e);
+    const float e = (1.f - ty) * l[0] + ty * l[1], f = (1.f - ty) * l[2] + ty * l[3];
+    out[i] = (1.f - tz) * e + tz * f;
   }
 }
 
