@@ -6,11 +6,15 @@
 #include <cfloat>
 
 // Interpolation and background strategies live in the global namespace (legacy).
+// Every enum is a plain unscoped enum (it converts to int, as legacy code
+// expects) with int as its fixed underlying type, so any int that Python or a
+// cast passes is a valid value and the operators can reject it with their
+// legacy message instead of undefined behaviour.
 /// Interpolation scheme used when sampling an image or field.
-enum InterpT { INTERP_NN = 0, INTERP_LINEAR = 1, INTERP_CUBIC = 2 };
+enum InterpT : int { INTERP_NN = 0, INTERP_LINEAR = 1, INTERP_CUBIC = 2 };
 
 /// What a sample outside the grid sees.
-enum BackgroundStrategy {
+enum BackgroundStrategy : int {
   BACKGROUND_STRATEGY_PARTIAL_ID = 0,
   BACKGROUND_STRATEGY_ID = 1,
   BACKGROUND_STRATEGY_PARTIAL_ZERO = 2,
@@ -45,13 +49,13 @@ enum BackgroundStrategy {
 namespace PyCA {
 
 /// Axis selector for finite differences.
-enum DimT { DIM_X = 0, DIM_Y = 1, DIM_Z = 2 };
+enum DimT : int { DIM_X = 0, DIM_Y = 1, DIM_Z = 2 };
 /// Finite-difference scheme.
-enum DiffT { DIFF_FORWARD = 0, DIFF_BACKWARD = 1, DIFF_CENTRAL = 2 };
+enum DiffT : int { DIFF_FORWARD = 0, DIFF_BACKWARD = 1, DIFF_CENTRAL = 2 };
 /// Boundary condition of finite differences.
-enum BoundaryCondT { BC_APPROX = 0, BC_WRAP = 1, BC_CLAMP = 2 };
+enum BoundaryCondT : int { BC_APPROX = 0, BC_WRAP = 1, BC_CLAMP = 2 };
 /// Optional post-operation of finite differences.
-enum OpT { OP_VAL = 0, OP_SQR = 1 };
+enum OpT : int { OP_VAL = 0, OP_SQR = 1 };
 
 /// Smallest positive normal float (legacy cvar.MIN_VAL).
 extern const float MIN_VAL;

@@ -5,7 +5,7 @@
 namespace PyCA {
 
 /// Memory placement of a buffer. Integer values are legacy ABI.
-enum MemoryType {
+enum MemoryType : int {
   MEM_UNINITIALIZED = 0,
   MEM_HOST = 1,
   MEM_HOST_PINNED = 2,
