@@ -3,6 +3,8 @@
 // (Compose*, UpdateInverse, FixedPointInverse), resampling (Resample*,
 // ResampleWorld) and CoAd. Each is: checks, the strategy dispatch, then one
 // voxel functor of DeformKernels.h run by forEachVoxel.
+#include <type_traits>
+
 #include "FOpers.h"
 #include "HFOpers.h"
 #include "IFOpers.h"
@@ -32,6 +34,12 @@ struct CpuRow<kern::WarpImage<At, kern::ImageSampler<BACKGROUND_STRATEGY_CLAMP, 
   static void avx2(const Fn& fn, int y, int z, size_t base, int nx) {
     if (fn.s.sx < 2) {
       voxelRow(fn, y, z, base, nx);
+      return;
+    }
+    if constexpr (std::is_same<At, kern::AtH>::value) {
+      // the H-field holds the sample points: no copy
+      triLerpClampAvx2(fn.s.img, fn.s.sx, fn.s.sy, fn.s.sz, fn.at.hx + base, fn.at.hy + base, fn.at.hz + base,
+                       fn.out + base, nx);
       return;
     }
     constexpr int kChunk = 256;
