@@ -72,4 +72,6 @@
 %include "types.i"
 %include "base.i"
 %include "math.i"
+%include "alg.i"
+%include "io.i"
 %include "type_opers.i"

@@ -1,0 +1,1 @@
+// alg_filter.i -- GaussianFilter*, Multiscale, MultiscaleManager, MultiscaleResampler*.

@@ -1,0 +1,1 @@
+// alg_fluid.i -- FluidKernelFFTInterface, FluidKernelFFTCPU / FluidKernelFFTGPU.

@@ -1,0 +1,1 @@
+// io.i -- _ITKFileIO (builds with ITK only).
