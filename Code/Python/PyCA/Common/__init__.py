@@ -1,2 +1,19 @@
-"""Pure-Python helpers around PyCA.Core (legacy ``PyCA.Common``)."""
+"""Pure-Python helpers around PyCA.Core (legacy ``PyCA.Common``): NumPy
+conversion and slicing (PyCACommon), file IO (PyCAIO), synthetic test data
+(PyCATestData), debugging (PyCADebug) and version information (PyCAVersion).
+Each module is star-imported, as in the legacy package."""
 from .PyCACommon import *  # noqa: F401,F403
+
+# The other modules are added by the issues that write them; a missing one is
+# skipped so that a partial package still imports.
+import importlib as _importlib
+
+for _name in ("PyCAIO", "PyCATestData", "PyCADebug", "PyCAVersion"):
+    try:
+        _mod = _importlib.import_module("." + _name, __name__)
+    except ModuleNotFoundError as _e:
+        if _e.name != __name__ + "." + _name:
+            raise
+        continue
+    globals().update({k: v for k, v in vars(_mod).items() if not k.startswith("_")})
+del _importlib, _name
