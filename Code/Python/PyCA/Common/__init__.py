@@ -15,5 +15,6 @@ for _name in ("PyCAIO", "PyCATestData", "PyCADebug", "PyCAVersion"):
         if _e.name != __name__ + "." + _name:
             raise
         continue
-    globals().update({k: v for k, v in vars(_mod).items() if not k.startswith("_")})
-del _importlib, _name
+    _names = getattr(_mod, "__all__", [k for k in vars(_mod) if not k.startswith("_")])
+    globals().update({k: getattr(_mod, k) for k in _names})
+del _importlib, _name, _mod, _names
