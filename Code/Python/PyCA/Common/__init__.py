@@ -17,4 +17,6 @@ for _name in ("PyCAIO", "PyCATestData", "PyCADebug", "PyCAVersion"):
         continue
     _names = getattr(_mod, "__all__", [k for k in vars(_mod) if not k.startswith("_")])
     globals().update({k: getattr(_mod, k) for k in _names})
-del _importlib, _name, _mod, _names
+for _k in ("_importlib", "_name", "_mod", "_names", "_e"):
+    globals().pop(_k, None)
+globals().pop("_k", None)
