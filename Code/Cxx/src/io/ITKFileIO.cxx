@@ -1,0 +1,605 @@
+// ITKFileIO.cxx -- ITKFileIO on ITK 5 (compiled with USE_ITK=ON only).
+#include "ITKFileIO.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <itkImage.h>
+#include <itkImageFileReader.h>
+#include <itkImageFileWriter.h>
+#include <itkImageIOBase.h>
+#include <itkMetaImageIOFactory.h>
+#include <itkNiftiImageIOFactory.h>
+#include <itkNrrdImageIOFactory.h>
+#include <itkPNGImageIOFactory.h>
+#include <itkVTKImageIOFactory.h>
+#include <itkVectorImage.h>
+
+#include "Field3D.h"
+#include "Image3D.h"
+#include "MemAlloc.h"
+#include "PyCAException.h"
+
+namespace PyCA {
+
+#define PYCA_ITK_SAME(name) \
+  static_assert(int(ITKFileIO::name) == int(itk::IOComponentEnum::name), "ComponentType " #name);
+PYCA_ITK_SAME(UNKNOWNCOMPONENTTYPE)
+PYCA_ITK_SAME(UCHAR)
+PYCA_ITK_SAME(CHAR)
+PYCA_ITK_SAME(USHORT)
+PYCA_ITK_SAME(SHORT)
+PYCA_ITK_SAME(UINT)
+PYCA_ITK_SAME(INT)
+PYCA_ITK_SAME(ULONG)
+PYCA_ITK_SAME(LONG)
+PYCA_ITK_SAME(LONGLONG)
+PYCA_ITK_SAME(ULONGLONG)
+PYCA_ITK_SAME(FLOAT)
+PYCA_ITK_SAME(DOUBLE)
+PYCA_ITK_SAME(LDOUBLE)
+#undef PYCA_ITK_SAME
+
+namespace {
+
+using ScalarImage = itk::Image<float, 3>;
+using VectorImage = itk::VectorImage<float, 3>;
+
+// The formats PyCA registers explicitly (ITK's automatic registration needs
+// UseITK.cmake's generated headers, which PyCA does not use).
+void registerFactories() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    itk::NiftiImageIOFactory::RegisterOneFactory();
+    itk::MetaImageIOFactory::RegisterOneFactory();
+    itk::NrrdImageIOFactory::RegisterOneFactory();
+    itk::VTKImageIOFactory::RegisterOneFactory();
+    itk::PNGImageIOFactory::RegisterOneFactory();
+  });
+}
+
+[[noreturn]] void fail(const char* who, const std::string& name, const std::string& what) {
+  throw PyCAException(__FILE__, __LINE__,
+                      std::string(who) + ": cannot read '" + name + "': " + what);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A missing, directory, unreadable or empty file: our own message.
+void checkInput(const char* who, const std::string& name) {
+  struct stat st;
+  if (::stat(name.c_str(), &st) != 0)
+    fail(who, name, std::string("no such file (") + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) fail(who, name, "is a directory, not an image file");
+  std::ifstream in(name, std::ios::binary);
+  if (!in) fail(who, name, std::string("cannot open (") + std::strerror(errno) + ")");
+  if (st.st_size == 0) fail(who, name, "the file is empty (0 bytes)");
+}
+
+// ---- NIfTI completeness: ITK reads a truncated .nii / .nii.gz silently ----
+
+struct HeaderReader {
+  const unsigned char* p;
+  bool swap;
+  template <class T>
+  T get(size_t off) const {
+    T v;
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, p + off, sizeof(T));
+    if (swap)
+      for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    std::memcpy(&v, b, sizeof(T));
+    return v;
+  }
+};
+
+// Expected size (vox_offset + data) of a single-file NIfTI-1/2 header; 0 when
+// the header is not one (ITK then judges by itself).
+uint64_t niftiExpectedBytes(const unsigned char* hdr, int n) {
+  for (int s = 0; s < 2; ++s) {
+    HeaderReader r{hdr, s == 1};
+    if (n < 348) return 0;
+    int32_t sz = r.get<int32_t>(0);
+    int64_t dims[8];
+    int bitpix;
+    uint64_t offset;
+    if (sz == 348) {
+      if (std::memcmp(hdr + 344, "n+1\0", 4) != 0) return 0;
+      for (int i = 0; i < 8; ++i) dims[i] = r.get<int16_t>(40 + 2 * i);
+      bitpix = r.get<int16_t>(72);
+      float vo = r.get<float>(108);
+      offset = vo > 0 ? uint64_t(vo) : 0;
+    } else if (sz == 540 && n >= 540) {
+      if (std::memcmp(hdr + 4, "n+2\0", 4) != 0) return 0;
+      bitpix = r.get<int16_t>(14);
+      for (int i = 0; i < 8; ++i) dims[i] = r.get<int64_t>(16 + 8 * i);
+      int64_t vo = r.get<int64_t>(168);
+      offset = vo > 0 ? uint64_t(vo) : 0;
+    } else {
+      continue;
+    }
+    if (dims[0] < 1 || dims[0] > 7 || bitpix <= 0) return 0;
+    uint64_t nvox = 1;
+    for (int i = 1; i <= dims[0]; ++i) {
+      if (dims[i] < 0) return 0;
+      nvox *= uint64_t(dims[i] > 0 ? dims[i] : 1);
+    }
+    return offset + nvox * uint64_t(bitpix) / 8;
+  }
+  return 0;
+}
+
+// Decompressed length of a gzip file; -1 when the stream is cut short.
+int64_t gzipLength(const std::string& name) {
+  gzFile f = gzopen(name.c_str(), "rb");
+  if (!f) return -1;
+  std::vector<char> buf(1 << 20);
+  int64_t total = 0;
+  for (;;) {
+    int got = gzread(f, buf.data(), unsigned(buf.size()));
+    if (got < 0) { gzclose(f); return -1; }
+    if (got == 0) break;
+    total += got;
+  }
+  int err = Z_OK;
+  gzerror(f, &err);
+  gzclose(f);
+  return (err == Z_OK || err == Z_STREAM_END) ? total : -1;
+}
+
+// The first bytes of a .nii / .nii.gz file (n = 0 for other names).
+struct NiftiHeader {
+  unsigned char bytes[540];
+  int n = 0;
+};
+
+NiftiHeader readNiftiHeader(const char* who, const std::string& name) {
+  NiftiHeader h;
+  const std::string low = lower(name);
+  if (!endsWith(low, ".nii.gz") && !endsWith(low, ".nii")) return h;
+  gzFile f = gzopen(name.c_str(), "rb");  // reads plain files too
+  if (!f) return h;
+  h.n = gzread(f, h.bytes, sizeof(h.bytes));
+  gzclose(f);
+  if (h.n < 0) fail(who, name, "corrupt compressed NIfTI header");
+  return h;
+}
+
+// ITK reads a vector NIfTI with one z plane as 2-D (spacing.z 1, origin.z 0):
+// restores z from the header (pixdim[3]; sform, else qform, z offset).
+void niftiRestoreZ(const NiftiHeader& h, GridInfo& g) {
+  for (int s = 0; s < 2; ++s) {
+    HeaderReader r{h.bytes, s == 1};
+    if (h.n < 348) return;
+    int32_t sz = r.get<int32_t>(0);
+    int64_t nd;
+    double dz, qz, szz;
+    int qcode, scode;
+    if (sz == 348) {
+      nd = r.get<int16_t>(40);
+      dz = r.get<float>(88);
+      qcode = r.get<int16_t>(252);
+      scode = r.get<int16_t>(254);
+      qz = r.get<float>(276);
+      szz = r.get<float>(324);
+    } else if (sz == 540 && h.n >= 540) {
+      nd = r.get<int64_t>(16);
+      dz = r.get<double>(128);
+      qcode = r.get<int32_t>(344);
+      scode = r.get<int32_t>(348);
+      qz = r.get<double>(392);
+      szz = r.get<double>(488);
+    } else {
+      continue;
+    }
+    if (nd < 3) return;
+    g.spacing().z = dz != 0 ? float(dz < 0 ? -dz : dz) : 1.f;
+    g.origin().z = float(scode > 0 ? szz : (qcode > 0 ? qz : 0.0));
+    return;
+  }
+}
+
+void checkNiftiComplete(const char* who, const std::string& name, const NiftiHeader& h) {
+  if (h.n <= 0) return;
+  const bool gz = endsWith(lower(name), ".gz");
+  const unsigned char* hdr = h.bytes;
+  const int n = h.n;
+  const uint64_t want = niftiExpectedBytes(hdr, n);
+  if (want == 0) return;
+  uint64_t have;
+  if (!gz) {
+    struct stat st;
+    if (::stat(name.c_str(), &st) != 0) return;
+    have = uint64_t(st.st_size);
+  } else {
+    // The gzip trailer's ISIZE (length mod 2^32): a cheap check; count
+    // exactly only when it disagrees (cut files, multi-member streams).
+    uint32_t isize = 0;
+    std::ifstream in(name, std::ios::binary | std::ios::ate);
+    if (in && in.tellg() >= 4) {
+      in.seekg(-4, std::ios::end);
+      unsigned char b[4];
+      in.read(reinterpret_cast<char*>(b), 4);
+      isize = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+    }
+    if (isize == uint32_t(want)) return;
+    int64_t len = gzipLength(name);
+    if (len < 0)
+      fail(who, name, "truncated gzip stream (the file ends inside the compressed data; " +
+                          std::to_string(want) + " bytes expected)");
+    have = uint64_t(len);
+  }
+  if (have < want)
+    fail(who, name, "truncated NIfTI file: " + std::to_string(want) + " bytes of data expected, " +
+                        std::to_string(have) + " present");
+}
+
+// ---- atomic saves ----
+
+std::atomic<unsigned> gTmpCounter{0};
+
+struct PathParts {
+  std::string dir, stem, ext;
+};
+
+PathParts splitPath(const std::string& path) {
+  PathParts p;
+  size_t slash = path.rfind('/');
+  p.dir = slash == std::string::npos ? std::string(".") : (slash == 0 ? "/" : path.substr(0, slash));
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = base.rfind('.');
+  if (dot == std::string::npos || dot == 0) {
+    p.stem = base;
+    return p;
+  }
+  std::string ext = base.substr(dot);
+  std::string stem = base.substr(0, dot);
+  const std::string le = lower(ext);
+  if (le == ".gz" || le == ".bz2" || le == ".xz" || le == ".zst" || le == ".z") {
+    size_t dot2 = stem.rfind('.');
+    if (dot2 != std::string::npos && dot2 != 0) {
+      ext = stem.substr(dot2) + ext;
+      stem = stem.substr(0, dot2);
+    }
+  }
+  p.stem = stem;
+  p.ext = ext;
+  return p;
+}
+
+std::vector<std::string> filesWithPrefix(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.compare(0, prefix.size(), prefix) == 0) out.push_back(n);
+  }
+  ::closedir(d);
+  return out;
+}
+
+void fsyncPath(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) {
+    if (directory) return;
+    throw PyCAException(__FILE__, __LINE__, "cannot open '" + path + "' to flush it: " + std::strerror(errno));
+  }
+  int rc = directory ? ::fsync(fd) : ::fdatasync(fd);  // data and size; the folder's entries
+  int err = errno;
+  ::close(fd);
+  if (rc != 0 && !directory)
+    throw PyCAException(__FILE__, __LINE__, "cannot flush '" + path + "': " + std::strerror(err));
+}
+
+// A MetaImage / NRRD header written under the temporary name points at the
+// temporary data file: point it at the final one.
+void fixHeaderRefs(const std::string& header, const std::string& tmpStem, const std::string& stem) {
+  std::ifstream in(header, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  in.close();
+  std::string text = ss.str(), out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    std::string key = lower(line.substr(0, line.find_first_of("=:")));
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+    if (key == "elementdatafile" || key == "data file" || key == "datafile") {
+      size_t at = line.find(tmpStem + ".");
+      if (at != std::string::npos) line.replace(at, tmpStem.size(), stem);
+    }
+    out += line;
+    if (nl == std::string::npos) break;
+    out += '\n';
+    pos = nl + 1;
+  }
+  std::ofstream o(header, std::ios::binary | std::ios::trunc);
+  o << out;
+  if (!o) throw PyCAException(__FILE__, __LINE__, "cannot rewrite header '" + header + "'");
+}
+
+// Runs write(tmp) and moves the result over name (see ITKFileIO.h).
+void atomicWrite(const std::string& name, const std::function<void(const std::string&)>& write) {
+  std::string target = name;
+  struct stat lst;
+  if (::lstat(name.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    if (char* real = ::realpath(name.c_str(), nullptr)) {
+      target = real;
+      std::free(real);
+    }
+  }
+  const PathParts p = splitPath(target);
+  struct stat st;
+  if (::stat(p.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw PyCAException(__FILE__, __LINE__,
+                        "ITK File Writer Exception: cannot save '" + name + "': the folder does not exist");
+  if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw PyCAException(__FILE__, __LINE__,
+                        "ITK File Writer Exception: cannot save '" + name + "': it is a directory");
+  const bool hadTarget = ::stat(target.c_str(), &st) == 0;
+  const std::string tmpStem = p.stem + ".tmp-" + std::to_string(::getpid()) + "-" +
+                              std::to_string(gTmpCounter.fetch_add(1));
+  const std::string tmpBase = tmpStem + p.ext;
+  const std::string tmp = p.dir + "/" + tmpBase;
+  try {
+    write(tmp);
+    std::vector<std::string> made = filesWithPrefix(p.dir, tmpStem + ".");
+    bool haveMain = false;
+    std::vector<std::string> companions;
+    for (const std::string& n : made) {
+      if (n == tmpBase) haveMain = true;
+      else companions.push_back(n);
+    }
+    if (!haveMain)
+      throw PyCAException(__FILE__, __LINE__,
+                          "ITK File Writer Exception: cannot save '" + name + "': the writer produced no file");
+    const std::string le = lower(p.ext);
+    if (!companions.empty() && (le == ".mhd" || le == ".nhdr")) fixHeaderRefs(tmp, tmpStem, p.stem);
+    for (const std::string& n : made) {
+      if (hadTarget) ::chmod((p.dir + "/" + n).c_str(), st.st_mode & 07777);
+      fsyncPath(p.dir + "/" + n, false);
+    }
+    for (const std::string& n : companions) {  // the data file first, then its header
+      const std::string to = p.dir + "/" + p.stem + n.substr(tmpStem.size());
+      if (std::rename((p.dir + "/" + n).c_str(), to.c_str()) != 0)
+        throw PyCAException(__FILE__, __LINE__, "cannot rename to '" + to + "': " + std::strerror(errno));
+    }
+    if (std::rename(tmp.c_str(), target.c_str()) != 0)
+      throw PyCAException(__FILE__, __LINE__, "cannot rename to '" + target + "': " + std::strerror(errno));
+    fsyncPath(p.dir, true);
+  } catch (...) {
+    for (const std::string& n : filesWithPrefix(p.dir, tmpStem + ".")) std::remove((p.dir + "/" + n).c_str());
+    throw;
+  }
+}
+
+// ---- conversions ----
+
+GridInfo gridOf(const itk::ImageBase<3>* img) {
+  const auto size = img->GetLargestPossibleRegion().GetSize();
+  const auto sp = img->GetSpacing();
+  const auto org = img->GetOrigin();
+  return GridInfo(Vec3Di(int(size[0]), int(size[1]), int(size[2])),
+                  Vec3Df(float(sp[0]), float(sp[1]), float(sp[2])),
+                  Vec3Df(float(org[0]), float(org[1]), float(org[2])));
+}
+
+template <class TImage>
+void setGeometry(TImage* img, const GridInfo& g) {
+  typename TImage::SizeType size;
+  typename TImage::SpacingType sp;
+  typename TImage::PointType org;
+  for (int d = 0; d < 3; ++d) {
+    size[d] = itk::SizeValueType(d == 0 ? g.size().x : (d == 1 ? g.size().y : g.size().z));
+    sp[d] = d == 0 ? g.spacing().x : (d == 1 ? g.spacing().y : g.spacing().z);
+    org[d] = d == 0 ? g.origin().x : (d == 1 ? g.origin().y : g.origin().z);
+  }
+  img->SetRegions(typename TImage::RegionType(size));
+  img->SetSpacing(sp);
+  img->SetOrigin(org);
+}
+
+void checkSavable(const GridInfo& g, const char* name) {
+  if (g.nVox() == 0)
+    throw PyCAException(__FILE__, __LINE__,
+                        std::string("ITK File Writer Exception: cannot save '") + name +
+                            "': the grid has no voxels");
+}
+
+// Reads the header (number of components checked), the NIfTI completeness,
+// then the voxels; every ITK failure becomes "ITK File Reader Exception".
+template <class TImage>
+typename TImage::Pointer readFile(const char* who, const std::string& name, bool vector,
+                                  GridInfo& grid, unsigned* nComp = nullptr) {
+  registerFactories();
+  checkInput(who, name);
+  auto reader = itk::ImageFileReader<TImage>::New();
+  reader->SetFileName(name);
+  try {
+    reader->UpdateOutputInformation();
+  } catch (const itk::ExceptionObject& e) {
+    throw PyCAException(__FILE__, __LINE__, "ITK File Reader Exception", &e);
+  }
+  const unsigned n = reader->GetImageIO()->GetNumberOfComponents();
+  if (vector && n != 2 && n != 3)
+    fail(who, name, std::to_string(n) + " component(s) per pixel; a field file holds 2- or 3-vectors");
+  if (!vector && n != 1)
+    fail(who, name, std::to_string(n) + " components per pixel; an image file holds scalars (use LoadField)");
+  if (nComp) *nComp = n;
+  const NiftiHeader hdr = readNiftiHeader(who, name);
+  checkNiftiComplete(who, name, hdr);
+  try {
+    reader->Update();
+  } catch (const itk::ExceptionObject& e) {
+    throw PyCAException(__FILE__, __LINE__, "ITK File Reader Exception", &e);
+  }
+  typename TImage::Pointer img = reader->GetOutput();
+  img->DisconnectPipeline();
+  grid = gridOf(img);
+  if (reader->GetImageIO()->GetNumberOfDimensions() == 2) niftiRestoreZ(hdr, grid);
+  return img;
+}
+
+// Host copies of device data; host data are used in place.
+struct HostFloats {
+  std::vector<float> copy;
+  const float* ptr = nullptr;
+  HostFloats(const float* p, MemoryType t, size_t n) {
+    if (t == MEM_DEVICE) {
+      copy.resize(n);
+      if (n) CopyMemory(copy.data(), MEM_HOST, p, t, n * sizeof(float));
+      ptr = copy.data();
+    } else {
+      ptr = p;
+    }
+  }
+};
+
+void writeScalar(const float* host, const GridInfo& g, const char* name, bool useCompression) {
+  registerFactories();
+  checkSavable(g, name);
+  auto img = ScalarImage::New();
+  setGeometry(img.GetPointer(), g);
+  img->GetPixelContainer()->SetImportPointer(const_cast<float*>(host), g.nVox(), false);
+  atomicWrite(name, [&](const std::string& tmp) {
+    auto writer = itk::ImageFileWriter<ScalarImage>::New();
+    writer->SetFileName(tmp);
+    writer->SetInput(img);
+    writer->SetUseCompression(useCompression);
+    try {
+      writer->Update();
+    } catch (const itk::ExceptionObject& e) {
+      throw PyCAException(__FILE__, __LINE__, "ITK File Writer Exception", &e);
+    }
+  });
+}
+
+}  // namespace
+
+void ITKFileIO::ReadHeader(GridInfo& grid, ComponentType& type, const char* name) {
+  registerFactories();
+  checkInput("ITKFileIO::ReadHeader", name);
+  auto reader = itk::ImageFileReader<ScalarImage>::New();
+  reader->SetFileName(name);
+  try {
+    reader->UpdateOutputInformation();
+  } catch (const itk::ExceptionObject& e) {
+    throw PyCAException(__FILE__, __LINE__, "ITK File Reader Exception", &e);
+  }
+  grid = gridOf(reader->GetOutput());
+  if (reader->GetImageIO()->GetNumberOfDimensions() == 2)
+    niftiRestoreZ(readNiftiHeader("ITKFileIO::ReadHeader", name), grid);
+  type = ComponentType(int(reader->GetImageIO()->GetComponentType()));
+}
+
+void ITKFileIO::LoadImage(Image3D& image, const char* name) {
+  GridInfo g;
+  ScalarImage::Pointer img = readFile<ScalarImage>("ITKFileIO::LoadImage", name, false, g);
+  image.resize(g);
+  if (g.nVox())
+    CopyMemory(image.get(), image.memType(), img->GetBufferPointer(), MEM_HOST, g.nVox() * sizeof(float));
+}
+
+void ITKFileIO::LoadField(Field3D& field, const char* name) {
+  unsigned n = 0;
+  GridInfo g;
+  VectorImage::Pointer img = readFile<VectorImage>("ITKFileIO::LoadField", name, true, g, &n);
+  const size_t nv = g.nVox();
+  std::vector<float> comp[3];
+  const float* buf = img->GetBufferPointer();
+  for (int d = 0; d < 3; ++d) {
+    comp[d].assign(nv, 0.f);
+    if (unsigned(d) < n)
+      for (size_t i = 0; i < nv; ++i) comp[d][i] = buf[i * n + d];
+  }
+  img = nullptr;
+  field.resize(g);
+  for (int d = 0; d < 3; ++d)
+    if (nv) CopyMemory(field.getComponent(d), field.memType(), comp[d].data(), MEM_HOST, nv * sizeof(float));
+}
+
+void ITKFileIO::LoadFieldComponents(Field3D& field, const char* prefix) {
+  static const char* suffix[3] = {"_x.mha", "_y.mha", "_z.mha"};
+  ScalarImage::Pointer img[3];
+  GridInfo g, gd;
+  for (int d = 0; d < 3; ++d) {
+    const std::string name = std::string(prefix) + suffix[d];
+    img[d] = readFile<ScalarImage>("ITKFileIO::LoadFieldComponents", name, false, d == 0 ? g : gd);
+    if (d > 0 && gd != g)
+      fail("ITKFileIO::LoadFieldComponents", name,
+           "its grid (" + gd.toString() + ") differs from " + prefix + "_x.mha's (" + g.toString() + ")");
+  }
+  field.resize(g);
+  for (int d = 0; d < 3; ++d)
+    if (g.nVox())
+      CopyMemory(field.getComponent(d), field.memType(), img[d]->GetBufferPointer(), MEM_HOST,
+                 g.nVox() * sizeof(float));
+}
+
+void ITKFileIO::SaveImage(const Image3D& image, const char* name, bool useCompression) {
+  HostFloats host(image.get(), image.memType(), image.nVox());
+  writeScalar(host.ptr, image.grid(), name, useCompression);
+}
+
+void ITKFileIO::SaveField(const Field3D& field, const char* name, bool useCompression) {
+  registerFactories();
+  const GridInfo& g = field.grid();
+  checkSavable(g, name);
+  const size_t nv = g.nVox();
+  std::vector<float> inter(3 * nv);
+  for (int d = 0; d < 3; ++d) {
+    HostFloats c(field.getComponent(d), field.memType(), nv);
+    for (size_t i = 0; i < nv; ++i) inter[3 * i + d] = c.ptr[i];
+  }
+  auto img = VectorImage::New();
+  setGeometry(img.GetPointer(), g);
+  img->SetVectorLength(3);
+  img->GetPixelContainer()->SetImportPointer(inter.data(), inter.size(), false);
+  atomicWrite(name, [&](const std::string& tmp) {
+    auto writer = itk::ImageFileWriter<VectorImage>::New();
+    writer->SetFileName(tmp);
+    writer->SetInput(img);
+    writer->SetUseCompression(useCompression);
+    try {
+      writer->Update();
+    } catch (const itk::ExceptionObject& e) {
+      throw PyCAException(__FILE__, __LINE__, "ITK File Writer Exception", &e);
+    }
+  });
+}
+
+void ITKFileIO::SaveFieldComponents(const Field3D& field, const char* prefix, bool useCompression) {
+  static const char* suffix[3] = {"_x.mha", "_y.mha", "_z.mha"};
+  for (int d = 0; d < 3; ++d) {
+    HostFloats c(field.getComponent(d), field.memType(), field.nVox());
+    writeScalar(c.ptr, field.grid(), (std::string(prefix) + suffix[d]).c_str(), useCompression);
+  }
+}
+
+}  // namespace PyCA

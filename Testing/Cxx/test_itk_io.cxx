@@ -1,0 +1,233 @@
+// test_itk_io.cxx -- ITKFileIO (built and registered only with USE_ITK=ON):
+// round trips of images and fields in every format with exact size, spacing
+// and origin, 2-D grids, ReadHeader, component files, refused input (missing,
+// empty, directory, garbage, truncated NIfTI, wrong kind) leaving the target
+// unchanged, and atomic saves (no temporaries; the earlier file kept when a
+// save fails).
+#define BOOST_TEST_MODULE PyCA ITKFileIO
+#include <boost/test/unit_test.hpp>
+
+#include "pyca_test_utils.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "Field3D.h"
+#include "ITKFileIO.h"
+#include "Image3D.h"
+#include "PyCAException.h"
+
+using namespace PyCA;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder per test case, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("pyca_itk_io_" + std::to_string(::getpid()) + "_" +
+            boost::unit_test::framework::current_test_case().p_name.get());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  std::vector<std::string> temporaries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path))
+      if (contains(e.path().filename().string(), ".tmp-")) out.push_back(e.path().string());
+    return out;
+  }
+};
+
+const GridInfo kGrid(Vec3Di(7, 5, 4), Vec3Df(1.25f, 0.7f, 2.3456789f), Vec3Df(-101.5f, -0.3f, 37.123456f));
+const GridInfo kGrid2D(Vec3Di(9, 6, 1), Vec3Df(0.5f, 2.75f, 3.5f), Vec3Df(-4.f, 8.25f, -12.5f));
+
+void fill(Image3D& im, uint32_t seed) {
+  Rng r(seed);
+  for (size_t i = 0; i < im.nVox(); ++i) im(i) = r.next(-100.f, 100.f);
+}
+
+void fill(Field3D& f, uint32_t seed) {
+  Rng r(seed);
+  for (size_t i = 0; i < f.nVox(); ++i) f.set(i, Vec3Df(r.next(), r.next(), r.next()));
+}
+
+void checkSameGrid(const GridInfo& a, const GridInfo& b) {  // exact, not within GRIDINFO_EPS
+  BOOST_TEST(a.size() == b.size());
+  BOOST_TEST(a.spacing().x == b.spacing().x);
+  BOOST_TEST(a.spacing().y == b.spacing().y);
+  BOOST_TEST(a.spacing().z == b.spacing().z);
+  BOOST_TEST(a.origin().x == b.origin().x);
+  BOOST_TEST(a.origin().y == b.origin().y);
+  BOOST_TEST(a.origin().z == b.origin().z);
+}
+
+bool sameVoxels(const Image3D& a, const Image3D& b) {
+  if (a.nVox() != b.nVox()) return false;
+  for (size_t i = 0; i < a.nVox(); ++i)
+    if (a(i) != b(i)) return false;
+  return true;
+}
+
+std::string readAll(const std::string& name) {
+  std::ifstream in(name, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeAll(const std::string& name, const std::string& data) {
+  std::ofstream(name, std::ios::binary | std::ios::trunc) << data;
+}
+
+const char* kExts[] = {".nii", ".nii.gz", ".mha", ".mhd", ".nrrd"};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(image_round_trips) {
+  TempDir dir;
+  for (const GridInfo& g : {kGrid, kGrid2D}) {
+    Image3D im(g);
+    fill(im, 3);
+    for (const char* ext : kExts) {
+      BOOST_TEST_CONTEXT(ext << " " << g.toString()) {
+        const std::string fn = dir / (std::string("im") + ext);
+        ITKFileIO::SaveImage(im, fn.c_str());
+        Image3D back;
+        ITKFileIO::LoadImage(back, fn.c_str());
+        checkSameGrid(back.grid(), g);
+        BOOST_TEST(sameVoxels(back, im));
+        GridInfo hg;
+        ITKFileIO::ComponentType type = ITKFileIO::UNKNOWNCOMPONENTTYPE;
+        ITKFileIO::ReadHeader(hg, type, fn.c_str());
+        checkSameGrid(hg, g);
+        BOOST_TEST(type == ITKFileIO::FLOAT);
+      }
+    }
+  }
+  BOOST_TEST(dir.temporaries().empty());
+}
+
+BOOST_AUTO_TEST_CASE(compressed_and_resized_target) {
+  TempDir dir;
+  Image3D im(GridInfo(Vec3Di(40, 30, 20)));
+  for (size_t i = 0; i < im.nVox(); ++i) im(i) = float(i % 7);
+  const std::string fn = dir / "c.nii.gz";
+  ITKFileIO::SaveImage(im, fn.c_str(), true);
+  BOOST_TEST(fs::file_size(fn) < im.nVox() * sizeof(float) / 4);
+  Image3D back(GridInfo(Vec3Di(3, 3, 3)));  // a load resizes its target
+  ITKFileIO::LoadImage(back, fn.c_str());
+  BOOST_TEST(sameVoxels(back, im));
+}
+
+BOOST_AUTO_TEST_CASE(field_round_trips) {
+  TempDir dir;
+  for (const GridInfo& g : {kGrid, kGrid2D}) {
+    Field3D f(g);
+    fill(f, 5);
+    for (const char* ext : {".nii.gz", ".mha", ".nrrd"}) {
+      BOOST_TEST_CONTEXT(ext << " " << g.toString()) {
+        const std::string fn = dir / (std::string("f") + ext);
+        ITKFileIO::SaveField(f, fn.c_str());
+        Field3D back;
+        ITKFileIO::LoadField(back, fn.c_str());
+        BOOST_TEST(back.size() == g.size());
+        checkSameGrid(back.grid(), g);
+        bool same = true;
+        for (size_t i = 0; i < f.nVox(); ++i) same = same && back.get(i) == f.get(i);
+        BOOST_TEST(same);
+      }
+    }
+    ITKFileIO::SaveFieldComponents(f, (dir / "comp").c_str());
+    BOOST_TEST(fs::exists(dir / "comp_x.mha"));
+    BOOST_TEST(fs::exists(dir / "comp_y.mha"));
+    BOOST_TEST(fs::exists(dir / "comp_z.mha"));
+    Field3D back;
+    ITKFileIO::LoadFieldComponents(back, (dir / "comp").c_str());
+    checkSameGrid(back.grid(), g);
+    bool same = true;
+    for (size_t i = 0; i < f.nVox(); ++i) same = same && back.get(i) == f.get(i);
+    BOOST_TEST(same);
+  }
+  BOOST_TEST(dir.temporaries().empty());
+}
+
+BOOST_AUTO_TEST_CASE(refused_input_leaves_target) {
+  TempDir dir;
+  Image3D good(kGrid);
+  fill(good, 7);
+  const std::string nii = dir / "good.nii";
+  ITKFileIO::SaveImage(good, nii.c_str());
+  const std::string data = readAll(nii);
+
+  writeAll(dir / "trunc.nii", data.substr(0, data.size() - 8));
+  writeAll(dir / "empty.nii", "");
+  writeAll(dir / "garbage.nii", std::string(1000, '\x17'));
+  fs::create_directories(dir / "folder.nii");
+  ITKFileIO::SaveImage(good, (dir / "gz.nii.gz").c_str());
+  const std::string gz = readAll(dir / "gz.nii.gz");
+  writeAll(dir / "trunc.nii.gz", gz.substr(0, gz.size() - 10));
+  Field3D f(kGrid);
+  fill(f, 1);
+  ITKFileIO::SaveField(f, (dir / "vec.mha").c_str());
+
+  Image3D target(GridInfo(Vec3Di(2, 2, 2)));
+  for (size_t i = 0; i < target.nVox(); ++i) target(i) = 42.f;
+  const struct { std::string name, msg; } cases[] = {
+      {dir / "missing.nii", "no such file"},
+      {dir / "empty.nii", "empty"},
+      {dir / "folder.nii", "directory"},
+      {dir / "garbage.nii", "ITK File Reader Exception"},
+      {dir / "trunc.nii", "truncated NIfTI file"},
+      {dir / "trunc.nii.gz", "truncated gzip stream"},
+      {dir / "vec.mha", "3 components per pixel"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      CHECK_PYCA_THROW(ITKFileIO::LoadImage(target, c.name.c_str()), PyCAException, c.msg);
+      BOOST_TEST(target.size() == Vec3Di(2, 2, 2));
+      BOOST_TEST(target(0) == 42.f);
+      BOOST_TEST(target(7) == 42.f);
+    }
+  }
+  Field3D ftarget(GridInfo(Vec3Di(2, 2, 2)));
+  CHECK_PYCA_THROW(ITKFileIO::LoadField(ftarget, nii.c_str()), PyCAException, "1 component");
+  BOOST_TEST(ftarget.size() == Vec3Di(2, 2, 2));
+  GridInfo g;
+  ITKFileIO::ComponentType t;
+  CHECK_PYCA_THROW(ITKFileIO::ReadHeader(g, t, (dir / "missing.nii").c_str()), PyCAException, "missing.nii");
+}
+
+BOOST_AUTO_TEST_CASE(atomic_saves) {
+  TempDir dir;
+  Image3D im(kGrid);
+  fill(im, 9);
+  // .mhd: header and data both renamed; the header names the final data file
+  const std::string mhd = dir / "pair.mhd";
+  ITKFileIO::SaveImage(im, mhd.c_str());
+  BOOST_TEST(contains(readAll(mhd), "ElementDataFile = pair.raw"));
+  BOOST_TEST(!contains(readAll(mhd), ".tmp-"));
+  ITKFileIO::SaveImage(im, mhd.c_str(), true);
+  BOOST_TEST(contains(readAll(mhd), "ElementDataFile = pair.zraw"));
+  Image3D back;
+  ITKFileIO::LoadImage(back, mhd.c_str());
+  BOOST_TEST(sameVoxels(back, im));
+
+  // a failing save (no writer for the extension) keeps the earlier file
+  const std::string keep = dir / "keep.unknownext";
+  writeAll(keep, "earlier content");
+  CHECK_PYCA_THROW(ITKFileIO::SaveImage(im, keep.c_str()), PyCAException, "ITK File Writer Exception");
+  BOOST_TEST(readAll(keep) == "earlier content");
+  CHECK_PYCA_THROW(ITKFileIO::SaveImage(im, (dir / "no/such/folder.nii").c_str()), PyCAException,
+                   "folder does not exist");
+  CHECK_PYCA_THROW(ITKFileIO::SaveImage(Image3D(), (dir / "empty.nii").c_str()), PyCAException,
+                   "no voxels");
+  BOOST_TEST(!fs::exists(dir / "empty.nii"));
+  BOOST_TEST(dir.temporaries().empty());
+}
