@@ -21,6 +21,8 @@ Rows:
     WarpImageFilter, torch grid_sample and scipy map_coordinates; ComposeHH,
     Splat, Gradient, JacDetH, CoAd, UpdateInverse at 128^3 (vs torch
     grid_sample / its autograd adjoint, numpy.gradient where one exists);
+  * file IO: LoadITKImage / SaveITKImage of a 256^3 NIfTI vs SimpleITK alone
+    plus one copy (our save includes its temporary, fsync and rename);
   * GPU rows (only with a CUDA device): Copy/Add/fused/reductions, ApplyH,
     Gradient, ComposeHH at 256^3, Splat at 128^3 (also with values x 1e4),
     each beside the same call on host memory.
@@ -817,6 +819,85 @@ def bench_gpu(rows, n, reps, only):
                      'same op on host (CPU)')
 
 
+# ---------------------------------------------------------------------------
+# File IO (PyCA.Common.PyCAIO through SimpleITK) -- section of the io issue
+# ---------------------------------------------------------------------------
+
+def bench_io(rows, reps, only):
+    """LoadITKImage / SaveITKImage of a 256^3 float32 NIfTI beside SimpleITK
+    alone plus one copy, timed in alternation (same conditions). Files live in
+    a temporary folder (the page cache serves the reads); our save includes
+    what makes it atomic and durable: a temporary, fsync, rename."""
+    if only is not None and only.lower() not in 'loaditkimage(.nii) saveitkimage(.nii) nifti':
+        return  # e.g. --only ITKImage
+    sitk = peer_module('SimpleITK', omp_threads())
+    if sitk is None:
+        return
+    import shutil
+    import tempfile
+    try:
+        import PyCA.Common as common
+        import PyCA.Common.PyCAIO as pio
+    except ImportError as e:
+        print('(skipped file IO rows: %s)' % e, flush=True)
+        return
+    n = 256
+    size, nbytes = '%d^3' % n, n ** 3 * 4
+    folder = tempfile.mkdtemp(prefix='pyca-bench-io-')
+    try:
+        a = np.random.default_rng(0).standard_normal((n, n, n), dtype=np.float32)
+        im = common.ImFromNPArr(a, sp=ca.Vec3Df(1.0, 1.25, 0.8), orig=ca.Vec3Df(-10, 0, 5))
+        ours_fn, peer_fn = os.path.join(folder, 'ours.nii'), os.path.join(folder, 'peer.nii')
+        common.SaveITKImage(im, ours_fn)
+        common.SaveITKImage(im, peer_fn)
+        target = np.empty((n, n, n), np.float32, order='F')
+
+        def peer_load():  # SimpleITK alone (ReadImage + GetArrayFromImage) plus one copy
+            np.copyto(target, sitk.GetArrayFromImage(sitk.ReadImage(peer_fn)).T)
+
+        loaded = common.LoadITKImage(ours_fn)
+        peer_load()
+        if not (np.array_equal(loaded.asnp(), a) and np.array_equal(target, a)):
+            rows.warn('LoadITKImage and SimpleITK disagree on the NIfTI voxels')
+        del loaded
+        r = max(3, min(reps, 9))
+        ours_t, peer_t = median_times_interleaved([lambda: common.LoadITKImage(ours_fn), peer_load], r)
+        common_note = '256^3 float32 NIfTI (.nii, %.0f MB), page cache' % (nbytes / 1e6)
+        rows.add('LoadITKImage(.nii)', size, ours_t, peer_t,
+                 'sitk.ReadImage+GetArray+copy', 'ours: ReadImage + one copy into the Image3D',
+                 bytes_per_voxel=4, nvox=n ** 3, common=common_note)
+
+        zyx = np.ascontiguousarray(im.asnp().T)  # the voxels in SimpleITK's (z, y, x) C order
+
+        def peer_save():
+            sitk.WriteImage(sitk.GetImageFromArray(zyx), peer_fn)  # GetImageFromArray: one copy
+
+        def ours_save():
+            common.SaveITKImage(im, ours_fn)
+
+        r = max(3, min(reps, 7))
+        ours_t, peer_t = median_times_interleaved([ours_save, peer_save], r)
+        rows.add('SaveITKImage(.nii) [atomic, fsync]', size, ours_t, peer_t,
+                 'sitk.WriteImage(GetImageFromArray)', 'ours: GetImageFromArray + WriteImage to a '
+                 'temporary, fsync, rename', bytes_per_voxel=4, nvox=n ** 3, common=common_note)
+        real_fsync = pio._fsync_path
+        pio._fsync_path = lambda *args, **kw: None
+        try:
+            nosync_t, peer2_t = median_times_interleaved([ours_save, peer_save], r)
+        finally:
+            pio._fsync_path = real_fsync
+        rows.derive('SaveITKImage without fsync / WriteImage', nosync_t[0] / peer2_t[0], 'x',
+                    'SaveITKImage without its fsync: %.1f ms vs WriteImage %.1f ms (%.2fx); the fsync '
+                    '(flushing %.0f MB to disk) is the rest of the save row'
+                    % (nosync_t[0] * 1e3, peer2_t[0] * 1e3, nosync_t[0] / peer2_t[0], nbytes / 1e6))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+# ---------------------------------------------------------------------------
+# end of the file IO section
+# ---------------------------------------------------------------------------
+
+
 def bench_cxx(rows, build_dir, reps, only):
     if only is not None and 'alloc' not in only.lower() and 'c++' not in only.lower():
         return
@@ -863,6 +944,7 @@ def main():
     bench_python(rows, args.size, args.reps, args.only)
     bench_deform(rows, args.reps, args.only, nthreads)
     bench_gpu(rows, args.size, args.reps, args.only)
+    bench_io(rows, args.reps, args.only)
     if rows.warnings:
         print('%d WARNING(S):' % len(rows.warnings))
         for w in rows.warnings:
