@@ -728,6 +728,23 @@ def test_save_errors(tmp_path):
         common.SaveITKField(im, str(tmp_path / "y.nii"))
 
 
+def test_odd_shapes_and_names(tmp_path):
+    im, a = rand_image((3, 2, 2))
+    common.SaveImageNPY(im, str(tmp_path / "noext"))  # no extension: written as named
+    assert np.array_equal(np.load(str(tmp_path / "noext")), a)
+    with pytest.raises(OSError, match=r"empty\.nii"):  # nothing to write
+        common.SaveITKImage(ca.Image3D(ca.GridInfo(ca.Vec3Di(0, 0, 0)), ca.MEM_HOST), str(tmp_path / "empty.nii"))
+    assert not os.path.exists(str(tmp_path / "empty.nii"))
+    four = sitk.GetImageFromArray(np.zeros((2, 3, 4, 5), np.float32), isVector=False)  # (t, z, y, x)
+    sitk.WriteImage(four, str(tmp_path / "t.nii"))
+    with pytest.raises(OSError, match=r"t\.nii.*4-D image"):
+        common.LoadITKImage(str(tmp_path / "t.nii"))
+    one = sitk.JoinSeries([sitk.GetImageFromArray(a.T)])  # 4-D with one time point: 3-D
+    sitk.WriteImage(one, str(tmp_path / "one.nii"))
+    assert np.array_equal(common.LoadITKImage(str(tmp_path / "one.nii")).asnp(), a)
+    assert leftovers(tmp_path) == []
+
+
 def test_save_keeps_mode_and_symlink(tmp_path):
     im, a = rand_image((3, 3, 3))
     fn = str(tmp_path / "m.nii")

@@ -399,6 +399,22 @@ void atomicWrite(const std::string& name, const std::function<void(const std::st
   }
 }
 
+// A file whose content another reader recognises than the one its extension
+// names (a PNG called .nii) is refused rather than read as something else.
+void checkIoMatchesExtension(const char* who, const std::string& name, const itk::ImageIOBase* io) {
+  static const struct { const char* ext; const char* io; } kExpected[] = {
+      {".nii", "NiftiImageIO"}, {".nii.gz", "NiftiImageIO"}, {".hdr", "NiftiImageIO"},
+      {".img", "NiftiImageIO"}, {".mha", "MetaImageIO"},     {".mhd", "MetaImageIO"},
+      {".nrrd", "NrrdImageIO"}, {".nhdr", "NrrdImageIO"},    {".vtk", "VTKImageIO"},
+      {".png", "PNGImageIO"}};
+  const std::string ext = lower(splitPath(name).ext);
+  for (const auto& e : kExpected) {
+    if (ext == e.ext && io && std::string(io->GetNameOfClass()) != e.io)
+      fail(who, name, std::string("its content is not what the extension says (read by ") +
+                          io->GetNameOfClass() + ", expected " + e.io + ")");
+  }
+}
+
 // ---- conversions ----
 
 GridInfo gridOf(const itk::ImageBase<3>* img) {
@@ -446,6 +462,7 @@ typename TImage::Pointer readFile(const char* who, const std::string& name, bool
   } catch (const itk::ExceptionObject& e) {
     throw PyCAException(__FILE__, __LINE__, "ITK File Reader Exception", &e);
   }
+  checkIoMatchesExtension(who, name, reader->GetImageIO());
   const unsigned n = reader->GetImageIO()->GetNumberOfComponents();
   if (vector && n != 2 && n != 3)
     fail(who, name, std::to_string(n) + " component(s) per pixel; a field file holds 2- or 3-vectors");
@@ -512,6 +529,7 @@ void ITKFileIO::ReadHeader(GridInfo& grid, ComponentType& type, const char* name
   } catch (const itk::ExceptionObject& e) {
     throw PyCAException(__FILE__, __LINE__, "ITK File Reader Exception", &e);
   }
+  checkIoMatchesExtension("ITKFileIO::ReadHeader", name, reader->GetImageIO());
   grid = gridOf(reader->GetOutput());
   if (reader->GetImageIO()->GetNumberOfDimensions() == 2)
     niftiRestoreZ(readNiftiHeader("ITKFileIO::ReadHeader", name), grid);

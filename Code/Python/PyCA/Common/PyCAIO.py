@@ -246,7 +246,7 @@ def _atomic_save(fname, write, who):
             names = os.listdir(folder)
         except OSError:
             return []
-        return [n for n in names if n.startswith(tmp_stem + '.')]
+        return [n for n in names if n == tmp_stem + ext or n.startswith(tmp_stem + '.')]
 
     try:
         try:
