@@ -783,30 +783,50 @@ def test_concurrent_saves(tmp_path):
 
 KILL_WRITER = r"""
 import sys, numpy as np, PyCA.Common as c
-im = c.ImFromNPArr(np.random.default_rng(0).standard_normal((160, 160, 160)).astype(np.float32))
+im = c.ImFromNPArr(np.random.default_rng(0).standard_normal((224, 224, 224)).astype(np.float32))
 print('ready', flush=True)
 while True:
     c.SaveImage(im, sys.argv[1], useCompression=True)
 """
 
 
-@pytest.mark.parametrize("ext", [".nii.gz", ".mha"])
-def test_killed_save_leaves_earlier_file(tmp_path, ext):
-    """SIGKILL while a large file is being written: the target is still the
-    earlier file, complete and loadable; only a temporary can be left."""
+def _earlier_file(tmp_path, name):
     old, a = rand_image((7, 6, 5))
-    fn = str(tmp_path / ("big" + ext))
+    fn = str(tmp_path / name)
     common.SaveImage(old, fn)
-    before = open(fn, "rb").read()
+    data = {n: open(str(tmp_path / n), "rb").read() for n in os.listdir(tmp_path)}
+    return old, a, fn, data
+
+
+def _check_earlier_file(tmp_path, old, a, fn, data, pid):
+    for n, b in data.items():
+        assert open(str(tmp_path / n), "rb").read() == b, n
+    back = common.LoadImage(fn)
+    assert geometry(back) == geometry(old) and np.array_equal(back.asnp(), a)
+    left = leftovers(tmp_path)
+    stem = os.path.basename(fn).split(".")[0]
+    assert all(n.startswith("%s.tmp-%d-" % (stem, pid)) for n in left), left  # the documented leftover
+    common.SaveImage(old, fn)  # a later save works beside it
+    assert np.array_equal(common.LoadImage(fn).asnp(), a)
+
+
+def test_killed_mid_write_leaves_earlier_file(tmp_path):
+    """SIGKILL while a large .nii.gz is being compressed into its temporary
+    (a few seconds): the target is still the earlier file, complete and
+    loadable; only the temporary can be left."""
+    old, a, fn, data = _earlier_file(tmp_path, "big.nii.gz")
     p = subprocess.Popen([sys.executable, "-c", KILL_WRITER, fn], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
         deadline = time.time() + 120
         while time.time() < deadline:
             tmps = leftovers(tmp_path)
-            if tmps and os.path.getsize(str(tmp_path / tmps[0])) > 1 << 20:
-                break  # a temporary is being written
-            time.sleep(0.005)
+            try:
+                if tmps and os.path.getsize(str(tmp_path / tmps[0])) > 1 << 16:
+                    break  # the temporary is being written
+            except OSError:
+                pass
+            time.sleep(0.002)
         else:
             pytest.fail("the writer never started")
         p.send_signal(signal.SIGKILL)
@@ -815,13 +835,42 @@ def test_killed_save_leaves_earlier_file(tmp_path, ext):
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert open(fn, "rb").read() == before
-    back = common.LoadImage(fn)
-    assert geometry(back) == geometry(old) and np.array_equal(back.asnp(), a)
-    left = leftovers(tmp_path)
-    assert all(n.startswith("big.tmp-%d-" % p.pid) for n in left)  # the documented leftover
-    common.SaveImage(old, fn)  # and a later save works beside it
-    assert np.array_equal(common.LoadImage(fn).asnp(), a)
+    assert leftovers(tmp_path), "killed after its save finished: no temporary"
+    _check_earlier_file(tmp_path, old, a, fn, data, p.pid)
+
+
+HANG_BEFORE_RENAME = r"""
+import os, sys, time, numpy as np, PyCA.Common as c
+def hang(*args):  # every temporary is written and flushed: block where the rename would be
+    print('renaming', flush=True)
+    time.sleep(600)
+os.replace = hang
+im = c.ImFromNPArr(np.random.default_rng(0).standard_normal((64, 64, 64)).astype(np.float32))
+c.SaveImage(im, sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("ext", [".mha", ".mhd", ".nrrd", ".npz"])
+def test_killed_before_rename_leaves_earlier_file(tmp_path, ext):
+    """SIGKILL after the temporary (for .mhd both temporaries) is complete,
+    before the rename: the earlier file (pair) is intact."""
+    old, a, fn, data = _earlier_file(tmp_path, "pair" + ext)
+    p = subprocess.Popen([sys.executable, "-c", HANG_BEFORE_RENAME, fn], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "renaming"
+        made = leftovers(tmp_path)
+        assert made and all(os.path.getsize(str(tmp_path / n)) > 0 for n in made)
+        if ext == ".mhd":  # header and data; the header already names the final data file
+            header = [n for n in made if n.endswith(".mhd")]
+            assert len(made) == 2 and len(header) == 1
+            assert "ElementDataFile = pair.raw" in open(str(tmp_path / header[0])).read()
+        p.send_signal(signal.SIGKILL)
+        p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    _check_earlier_file(tmp_path, old, a, fn, data, p.pid)
 
 
 # ---------------------------------------------------------------------------
