@@ -34,7 +34,7 @@ our OpenMP thread count (OMP_NUM_THREADS, else the CPUs we may use): torch's
 set_num_threads and SimpleITK's global default thread count; SciPy is serial.
 Rows whose operator, or whose peer (torch, SimpleITK, scipy), is missing are
 skipped with a note. --only SUBSTR runs the rows whose name contains SUBSTR
-(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum).
+(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage).
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
 """
