@@ -232,8 +232,7 @@ class FieldComponent(object):
 def _dlpack_export(obj, make_capsule, stream, max_version, dl_device, copy):
     """The capsule make_capsule(src, versioned, copied) of obj (an Image3D or
     Field3D), or of a copy of it when copy is True."""
-    if copy not in (None, True, False):
-        raise TypeError("copy must be None, True or False, got %r" % (copy,))
+    copy = _check_copy_arg(copy)
     dev = obj._dlpack_device()
     if dl_device is not None and tuple(int(v) for v in dl_device) != tuple(dev):
         raise BufferError("cannot export to DLPack device %s: the data is on %s (use toType or "
@@ -304,22 +303,30 @@ def _host_copy_from(cap, dev, kind):
 
 
 def _check_copy_arg(copy):
-    if copy not in (None, True, False):
-        raise TypeError("copy must be None, True or False, got %r" % (copy,))
+    """copy as None, True or False; TypeError for anything else."""
+    if copy is None or copy is True or copy is False:
+        return copy
+    if type(copy).__name__ == 'bool_':  # numpy.bool_
+        return bool(copy)
+    raise TypeError("copy must be None, True or False, got %r" % (copy,))
+
+
+def _shape_problem(why):
+    return why.startswith(("expected", "not an unconsumed", "invalid shape"))
 
 
 def _image_from_dlpack(obj, copy=None):
     import numpy as np
-    _check_copy_arg(copy)
+    copy = _check_copy_arg(copy)
     cap, dev = _capsule_from(obj)
     why = _DLPackShareProblem(cap, 0)
     if not why:
         im = _ImageFromDLPackCapsule(cap)
         return im.copy() if copy is True else im
+    if _shape_problem(why):
+        raise ValueError(why)
     if copy is False:
         raise BufferError("cannot wrap the tensor without a copy: " + why)
-    if why.startswith("expected a") or why.startswith("not an unconsumed"):
-        raise ValueError(why)
     a = _host_copy_from(cap, dev, 0)
     if a.ndim not in (2, 3):
         raise ValueError("expected a 2-D (X, Y) or 3-D (X, Y, Z) tensor, got shape %s" % (a.shape,))
@@ -332,7 +339,7 @@ def _image_from_dlpack(obj, copy=None):
 
 def _field_from_dlpack(obj, copy=None):
     import numpy as np
-    _check_copy_arg(copy)
+    copy = _check_copy_arg(copy)
     if isinstance(obj, (list, tuple)):
         if len(obj) != 3:
             raise ValueError("expected three component producers (x, y, z), got %d" % len(obj))
@@ -343,10 +350,10 @@ def _field_from_dlpack(obj, copy=None):
     if not why:
         f = _FieldFromDLPackCapsule(cap)
         return f.copy() if copy is True else f
+    if _shape_problem(why):
+        raise ValueError(why)
     if copy is False:
         raise BufferError("cannot wrap the tensor without a copy: " + why)
-    if why.startswith("expected") or why.startswith("not an unconsumed"):
-        raise ValueError(why)
     a = _host_copy_from(cap, dev, 1)
     if a.ndim not in (3, 4) or a.shape[0] != 3:
         raise ValueError("expected a (3, X, Y) or (3, X, Y, Z) tensor, got shape %s" % (a.shape,))
