@@ -206,6 +206,11 @@ class FieldComponent(object):
     __slots__ = ('field', 'index')
 
     def __init__(self, field, index):
+        if not isinstance(field, Field3D):
+            raise TypeError("FieldComponent needs a Field3D, got %s" % type(field).__name__)
+        if not hasattr(index, '__index__') or isinstance(index, bool):
+            raise TypeError("component index must be an integer, got %s" % type(index).__name__)
+        index = int(index.__index__())
         if index not in (0, 1, 2):
             raise IndexError("component index must be 0, 1 or 2")
         self.field = field
@@ -316,8 +321,10 @@ def _shape_problem(why):
 
 
 def _image_from_dlpack(obj, copy=None):
-    import numpy as np
     copy = _check_copy_arg(copy)
+    if isinstance(obj, Field3D):
+        raise TypeError("a Field3D is not an image: use Field3D.FromDLPack, or a component "
+                        "(f.x_dlpack())")
     cap, dev = _capsule_from(obj)
     why = _DLPackShareProblem(cap, 0)
     if not why:
@@ -338,8 +345,9 @@ def _image_from_dlpack(obj, copy=None):
 
 
 def _field_from_dlpack(obj, copy=None):
-    import numpy as np
     copy = _check_copy_arg(copy)
+    if isinstance(obj, Field3D) and not obj._dlpack_whole():
+        obj = obj.dlpack()  # separate component buffers: share each of them
     if isinstance(obj, (list, tuple)):
         if len(obj) != 3:
             raise ValueError("expected three component producers (x, y, z), got %d" % len(obj))

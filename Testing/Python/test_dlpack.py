@@ -320,3 +320,16 @@ def test_pinned_export():
     assert np.array_equal(x, a)
     back = ca.Image3D.FromDLPack(im)
     assert back.memType() == ca.MEM_HOST_PINNED
+
+
+def test_field_from_field_shares_components_and_type_errors():
+    comps = [RNG.standard_normal((3, 2, 2)).astype(np.float32) for _ in range(3)]
+    f = field_from(comps)
+    g = ca.Field3D.FromDLPack(f)
+    assert (g.rawptr_x(), g.rawptr_y(), g.rawptr_z()) == (f.rawptr_x(), f.rawptr_y(), f.rawptr_z())
+    with pytest.raises(TypeError):
+        ca.Image3D.FromDLPack(f)
+    with pytest.raises(TypeError):
+        ca.FieldComponent(image_from(np.zeros((2, 2, 2))), 0)
+    with pytest.raises(TypeError):
+        ca.FieldComponent(f, "x")
