@@ -333,3 +333,23 @@ def test_field_from_field_shares_components_and_type_errors():
         ca.FieldComponent(image_from(np.zeros((2, 2, 2))), 0)
     with pytest.raises(TypeError):
         ca.FieldComponent(f, "x")
+
+
+def test_producer_released_without_the_gil():
+    """C++ calls run without the GIL (SWIG -threads): dropping an imported
+    NumPy buffer there (resize) runs NumPy's deleter, which takes the GIL."""
+    import threading
+
+    def work():
+        for _ in range(50):
+            b = np.asfortranarray(RNG.random((10, 10, 10)).astype(np.float32))
+            im = ca.Image3D.FromDLPack(b)
+            del b
+            ca.MulC_I(im, 2.0)
+            im.resize(grid(2, 2, 2))
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
