@@ -5,7 +5,6 @@ References: NumPy/SciPy and hand computations."""
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest

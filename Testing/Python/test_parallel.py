@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import PyCA.Core as ca
-import PyCA.Common as common
 import PyCA.Parallel as par
 from conftest import field_from, grid, has_gpu, image_from, run_python, to_np
 
