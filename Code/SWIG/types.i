@@ -253,6 +253,8 @@ static PyObject* pyca_view(const PyCA::MemPool<float>& pool, const float* data, 
 }
 %}
 
+%include "interop_impl.i"
+
 %ignore PyCA::AllocateMemory;
 %ignore PyCA::FreeMemory;
 %ignore PyCA::CopyMemory;
@@ -369,3 +371,6 @@ def _fill_from_array(obj, l):
     if host is not obj:
         Copy(obj, host)
 %}
+
+// ---- DLPack and __cuda_array_interface__ ---------------------------------------
+%include "interop.i"

@@ -19,6 +19,12 @@ std::string GetCUDAMemUsage();
 /// Throws unless device devNum has compute capability >= major.minor.
 void AssertMinCUDACapabilityVersion(int devNum, int major, int minor);
 void AssertMinCUDACapabilityVersion(int major, int minor);
+/// The current device, or -1 in CPU builds and without a usable device.
+int GetCurrentCUDADevice();
+/// The device that holds the memory at p (device or managed memory), or -1
+/// for host memory, unknown pointers and in CPU builds. Used by the DLPack
+/// export (PyCA.Core, interop.i) to report a buffer's device.
+int GetCUDAPointerDevice(const void* p);
 
 }  // namespace PyCA
 

@@ -111,6 +111,36 @@ void AssertMinCUDACapabilityVersion(int major, int minor) {
 #endif
 }
 
+int GetCurrentCUDADevice() {
+#ifdef CUDA_ENABLED
+  if (GetNumberOfCUDADevices() == 0) return -1;
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return dev;
+#else
+  return -1;
+#endif
+}
+
+int GetCUDAPointerDevice(const void* p) {
+#ifdef CUDA_ENABLED
+  if (!p || GetNumberOfCUDADevices() == 0) return -1;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // a plain host pointer on old runtimes
+    return -1;
+  }
+  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) return attr.device;
+  return -1;
+#else
+  (void)p;
+  return -1;
+#endif
+}
+
 // ---- streams --------------------------------------------------------------
 
 namespace {
