@@ -409,8 +409,12 @@ def _read_png(fname):
 
 @pytest.fixture
 def no_pycaio(monkeypatch):
-    """Forces the matplotlib fallback of the PNG writers."""
+    """Forces the matplotlib fallback of the PNG writers (PyCAIO absent: the
+    package attribute removed too, since `from . import PyCAIO` finds it there
+    first once the module has been imported)."""
+    import PyCA.Common
     monkeypatch.setitem(sys.modules, 'PyCA.Common.PyCAIO', None)
+    monkeypatch.delattr(PyCA.Common, 'PyCAIO', raising=False)
 
 
 def test_save_slice_stack_fallback(tmp_path, no_pycaio):
