@@ -952,7 +952,8 @@ def bench_fluid(rows, reps, only, nthreads):
         kg.setBeta(beta)
         kg.setGamma(gamma)
         kg.setGrid(grid)
-        fd, vd = new_field(grid, comps, ca.MEM_DEVICE), ca.Field3D(grid, ca.MEM_DEVICE)
+        fd, vd = ca.Field3D(grid, ca.MEM_DEVICE), ca.Field3D(grid, ca.MEM_DEVICE)
+        ca.Copy(fd, f)
 
         def gpu():
             kg.applyInverseOperator(vd, fd)

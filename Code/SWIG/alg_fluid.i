@@ -8,6 +8,14 @@
 %}
 
 %include "FluidKernelFFTInterface.h"
+// Abstract: instantiating it is a TypeError (Python's convention for abstract
+// classes; SWIG's default is AttributeError).
+%extend PyCA::FluidKernelFFTInterface {
+%pythoncode %{
+    def __init__(self, *args, **kwargs):
+        raise TypeError("FluidKernelFFTInterface is abstract: use FluidKernelFFTCPU or FluidKernelFFTGPU")
+%}
+}
 %include "FluidKernelFFT.h"
 %template(FluidKernelFFTCPU) PyCA::FluidKernelFFT<EXEC_CPU>;
 %template(FluidKernelFFTGPU) PyCA::FluidKernelFFT<EXEC_GPU>;

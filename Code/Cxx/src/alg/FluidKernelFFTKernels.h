@@ -33,7 +33,7 @@ struct SpectralLayout {
   Vec3Di size;     ///< the real grid
   Vec3Di half;     ///< the half-spectrum grid (x fastest)
   int halvedAxis;  ///< 0, 1, 2, or -1 for a one-voxel grid
-  int rank;        ///< number of transformed axes (0 for one voxel)
+  int rank;        ///< number of transformed axes (0 for one voxel or none)
   int n[3];        ///< their extents, slowest first (FFTW / cuFFT order)
   size_t nReal;    ///< voxels
   size_t nComplex; ///< complex values per component
@@ -48,6 +48,7 @@ struct SpectralLayout {
     if (halvedAxis >= 0) half[halvedAxis] = ext[halvedAxis] / 2 + 1;
     nReal = (s.x > 0 && s.y > 0 && s.z > 0) ? size_t(s.x) * size_t(s.y) * size_t(s.z) : 0;
     nComplex = nReal ? size_t(half.x) * size_t(half.y) * size_t(half.z) : 0;
+    if (nReal == 0) rank = 0;  // an empty grid: nothing to transform
   }
 };
 
