@@ -23,6 +23,9 @@ Rows:
     grid_sample / its autograd adjoint, numpy.gradient where one exists);
   * file IO: LoadITKImage / SaveITKImage of a 256^3 NIfTI vs SimpleITK alone
     plus one copy (our save includes its temporary, fsync and rename);
+  * fluid kernel: FluidKernelFFT applyInverseOperator / applyOperator at 128^3
+    vs the six scipy.fft transforms the job needs, its first setGrid in a fresh
+    process, and the GPU applyInverseOperator;
   * GPU rows (only with a CUDA device): Copy/Add/fused/reductions, ApplyH,
     Gradient, ComposeHH at 256^3, Splat at 128^3 (also with values x 1e4),
     each beside the same call on host memory.
@@ -44,6 +47,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -896,6 +900,149 @@ def bench_io(rows, reps, only):
 # ---------------------------------------------------------------------------
 # end of the file IO section
 # ---------------------------------------------------------------------------
+# FluidKernelFFT (spec 2.8): the fluid operator L and its inverse K at 128^3
+# ---------------------------------------------------------------------------
+
+#: The original PyCA at 128^3 (FFTW_MEASURE, one thread), same machine kind.
+LEGACY_FLUID_MS = {'applyInverseOperator': (69.0, '69'), 'first setGrid': (1400.0, '1400')}
+#: Target: applyInverseOperator at most this multiple of the six scipy.fft transforms.
+FLUID_SCIPY_TARGET = 1.3
+
+_FLUID_SETGRID_CODE = r"""
+import time
+import PyCA.Core as ca
+g = ca.GridInfo(ca.Vec3Di(%d, %d, %d))
+k = ca.FluidKernelFFTCPU()
+t = time.perf_counter(); k.setGrid(g); print(time.perf_counter() - t)
+"""
+
+
+def fluid_reference(comps, sp, alpha, beta, gamma, fft):
+    """K f in float64 with scipy.fft and the legacy's discrete symbols
+    (FluidKernelFFT.h), for the agreement check of the rows below."""
+    n = comps[0].shape
+    F = [fft.rfftn(np.asarray(c, np.float64)) for c in comps]
+    ks = [np.arange(n[d] if d < 2 else n[d] // 2 + 1).reshape([-1 if e == d else 1 for e in range(3)])
+          for d in range(3)]
+    th = [2 * np.pi * ks[d] / n[d] for d in range(3)]
+    W = [(2 * np.cos(th[d]) - 2) / sp[d] ** 2 for d in range(3)]
+    S = [np.sin(th[d]) / sp[d] for d in range(3)]
+    lam = gamma - alpha * (W[0] + W[1] + W[2])
+    L = np.empty(F[0].shape + (3, 3))
+    for d in range(3):
+        for e in range(3):
+            L[..., d, e] = lam - beta * W[d] if d == e else beta * S[d] * S[e]
+    B = np.stack(F, axis=-1)[..., None]
+    X = np.linalg.solve(L, B)[..., 0]
+    return [fft.irfftn(X[..., d], s=n) for d in range(3)]
+
+
+def bench_fluid(rows, reps, only, nthreads):
+    """applyInverseOperator / applyOperator at 128^3 beside the six real FFTs
+    scipy.fft does for the same job (3 rfftn + 3 irfftn, workers = our thread
+    count), the first setGrid in a fresh process, and the GPU row."""
+    def want(name):
+        return only is None or only.lower() in name.lower()
+
+    labels = ['FluidKernelFFT applyInverseOperator(v, f)', 'FluidKernelFFT applyOperator(f, v)',
+              'FluidKernelFFT first setGrid (fresh process)', 'GPU FluidKernelFFT applyInverseOperator(v, f)']
+    if not any(want(l) for l in labels):
+        return
+    if not hasattr(ca, 'FluidKernelFFTCPU'):
+        print('(FluidKernelFFT rows skipped: PyCA.Core has no FluidKernelFFTCPU)', flush=True)
+        return
+    n = 128
+    size = '%d^3' % n
+    sp = (1.0, 1.25, 0.8)
+    alpha, beta, gamma = 0.01, 0.01, 0.001
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(*sp))
+    rng = np.random.default_rng(81)
+    comps = [rng.standard_normal((n, n, n), dtype=np.float32) for _ in range(3)]
+    f = new_field(grid, comps)
+    v = ca.Field3D(grid, ca.MEM_HOST)
+    k = ca.FluidKernelFFTCPU()
+    k.setAlpha(alpha)
+    k.setBeta(beta)
+    k.setGamma(gamma)
+    k.setGrid(grid)
+    common = ('alpha %g, beta %g, gamma %g, lpow 1, spacing (1, 1.25, 0.8); FFTW planner %s; %d threads'
+              % (alpha, beta, gamma, os.environ.get('PYCA_FFTW_PLANNER', 'estimate (default)'), nthreads))
+    try:
+        import scipy.fft as sfft
+    except Exception as e:  # not installed: rows without a peer
+        print('(scipy.fft peer skipped: %s)' % e, flush=True)
+        sfft = None
+    peer = None
+    if sfft is not None:
+        arrs = [np.array(c) for c in comps]
+
+        def six_ffts():
+            spec = [sfft.rfftn(a, workers=nthreads) for a in arrs]
+            return [sfft.irfftn(x, s=a.shape, workers=nthreads) for x, a in zip(spec, arrs)]
+    for label, inverse in ((labels[0], True), (labels[1], False)):
+        if not want(label):
+            continue
+        fn = (lambda: k.applyInverseOperator(v, f)) if inverse else (lambda: k.applyOperator(v, f))
+        fn()
+        agree = ''
+        if inverse and sfft is not None:
+            want_v = fluid_reference(comps, sp, alpha, beta, gamma, sfft)
+            agree = agreement(rows, '%s %s' % (label, size), 'scipy.fft float64 reference',
+                              np.stack([np.array(c) for c in v.asnp()]), np.stack(want_v), tol=1e-4) + '; '
+        if sfft is not None:
+            ours, peer = median_times_interleaved([fn, six_ffts], reps)
+        else:
+            ours, peer = median_time(fn, reps), None
+        op = 'applyInverseOperator' if inverse else 'applyOperator'
+        row = rows.add(label, size, ours, peer, 'scipy.fft 3 rfftn + 3 irfftn',
+                       '%speer: the six transforms alone (float32, workers=%d), timed interleaved' % (agree, nthreads),
+                       legacy=LEGACY_FLUID_MS.get(op), common=common)
+        if peer is not None and inverse:
+            r = ours[0] / peer[0]
+            rows.derive('FluidKernelFFT K / six scipy FFTs', r, 'x',
+                        'applyInverseOperator %s takes %.2fx the time of the six scipy.fft transforms '
+                        '(target <= %.1fx): %s' % (size, r, FLUID_SCIPY_TARGET,
+                                                   'met' if r <= FLUID_SCIPY_TARGET else 'NOT MET'))
+            if row.get('legacy_over_ours'):
+                rows.derive('FluidKernelFFT K legacy / ours', row['legacy_over_ours'], 'x',
+                            'applyInverseOperator %s: %.1fx faster than the legacy\'s 69 ms (target >= 2x)'
+                            % (size, row['legacy_over_ours']))
+    if want(labels[2]):
+        code = _FLUID_SETGRID_CODE % (n, n, n)
+        times = []
+        for _ in range(max(3, min(reps, 7))):
+            r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+            if r.returncode != 0:
+                rows.warn('first setGrid subprocess failed: %s' % r.stderr.strip().splitlines()[-1:])
+                break
+            times.append(float(r.stdout.split()[-1]))
+        if times:
+            times.sort()
+            rows.add(labels[2], size, (times[len(times) // 2], times[0]), None, '-',
+                     'median of %d fresh interpreters; target < 100 ms; legacy: FFTW_MEASURE in every process'
+                     % len(times), legacy=LEGACY_FLUID_MS['first setGrid'])
+    if want(labels[3]):
+        if ca.GetNumberOfCUDADevices() == 0 or not hasattr(ca, 'FluidKernelFFTGPU'):
+            print('(GPU FluidKernelFFT row skipped: no CUDA device)', flush=True)
+            return
+        kg = ca.FluidKernelFFTGPU()
+        kg.setAlpha(alpha)
+        kg.setBeta(beta)
+        kg.setGamma(gamma)
+        kg.setGrid(grid)
+        fd, vd = ca.Field3D(grid, ca.MEM_DEVICE), ca.Field3D(grid, ca.MEM_DEVICE)
+        ca.Copy(fd, f)
+
+        def gpu():
+            kg.applyInverseOperator(vd, fd)
+            ca.CheckCUDAError(__file__, 0)
+        gpu()
+        k.applyInverseOperator(v, f)
+        agree = agreement(rows, '%s %s' % (labels[3], size), 'the host result', ca._host_array(vd),
+                          np.stack([np.array(c) for c in v.asnp()]), tol=1e-4)
+        rows.add(labels[3], size, median_time(gpu, reps), median_time(lambda: k.applyInverseOperator(v, f), reps),
+                 'same op on host (CPU)', 'device vs host result %s; target < 1 ms on an H100/H200' % agree,
+                 common=common)
 
 
 def bench_cxx(rows, build_dir, reps, only):
@@ -943,6 +1090,7 @@ def main():
     bench_cxx(rows, args.build_dir, args.reps, args.only)
     bench_python(rows, args.size, args.reps, args.only)
     bench_deform(rows, args.reps, args.only, nthreads)
+    bench_fluid(rows, args.reps, args.only, nthreads)
     bench_gpu(rows, args.size, args.reps, args.only)
     bench_io(rows, args.reps, args.only)
     if rows.warnings:

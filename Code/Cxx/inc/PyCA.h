@@ -1,4 +1,4 @@
-// PyCA.h -- everything a C++ program needs: types, memory, containers, operators.
+// PyCA.h -- everything a C++ program needs: types, memory, containers, operators, algorithms.
 #ifndef __PYCA_H__
 #define __PYCA_H__
 
@@ -29,5 +29,7 @@
 #include "Reduction.h"
 #include "interp.h"
 #include "MemOpers.h"
+#include "FluidKernelFFTInterface.h"
+#include "FluidKernelFFT.h"
 
 #endif
