@@ -54,6 +54,14 @@ PYCA_KEEPALIVE(PyCA::MultiscaleResampler::getScaleManager)
 %template(MultiscaleResamplerGaussGPU) PyCA::MultiscaleResampler<PyCA::GaussianFilter<EXEC_GPU> >;
 
 %pythoncode %{
+# The interfaces are abstract: constructing one is a TypeError (SWIG's
+# default is AttributeError), like any call with arguments of the wrong kind.
+def _pyca_abstract_init(self, *args, **kwargs):
+    raise TypeError("%s is abstract: use one of its CPU/GPU classes" % type(self).__name__)
+GaussianFilterInterface.__init__ = _pyca_abstract_init
+MultiscaleResamplerInterface.__init__ = _pyca_abstract_init
+del _pyca_abstract_init
+
 # The GPU classes exist in CUDA builds only (as in the legacy module).
 if not CudaCompiled():
     del GaussianFilterGPU, MultiscaleResamplerGPU, MultiscaleResamplerGaussGPU

@@ -241,8 +241,10 @@ def test_gaussian_kernels_rebuilt_only_on_change():
 def test_gaussian_interface_and_names():
     f = ca.GaussianFilterCPU()
     assert isinstance(f, ca.GaussianFilterInterface)
-    with pytest.raises((TypeError, AttributeError)):
+    with pytest.raises(TypeError, match="abstract"):
         ca.GaussianFilterInterface()
+    with pytest.raises(TypeError, match="abstract"):
+        ca.MultiscaleResamplerInterface()
     assert not hasattr(ca, "GaussianFilter")  # a class, not a free function (legacy)
     assert hasattr(ca, "GaussianFilterGPU") == bool(ca.CudaCompiled())
 
@@ -639,6 +641,45 @@ def test_resampler_errors():
     with pytest.raises(TypeError):
         rs.setScaleLevel(None)
     assert not hasattr(rs, "updateImage")  # pointer references: C++ only
+
+
+def test_bad_argument_types_raise_typeerror():
+    """Every method of the filter and multiscale classes, called with None, a
+    string or an arbitrary object in any position, raises TypeError (or
+    accepts it where any value is valid, e.g. None for a stream) and never
+    crashes."""
+    g = grid(6, 6, 6)
+
+    def instances():
+        mm = make_manager(g, [2, 1])
+        rs, rp = ca.MultiscaleResamplerGaussCPU(g), ca.MultiscaleResamplerCPU(g)
+        rs.setScaleLevel(mm)
+        rp.setScaleLevel(mm)
+        return [gfilter((6, 6, 6), (1, 1, 1), (2, 2, 2)), mm, rs, rp]
+
+    good = [lambda: ca.Image3D(g, ca.MEM_HOST), lambda: ca.Field3D(g, ca.MEM_HOST),
+            lambda: ca.Vec3Di(6, 6, 6), lambda: ca.Vec3Df(1, 1, 1), lambda: g, lambda: 1]
+    problems = []
+    targets = [(type(o).__name__ + "." + m, getattr(o, m)) for o in instances() for m in dir(o)
+               if not m.startswith("_") and callable(getattr(o, m))]
+    targets += [("Multiscale.downScale", ca.Multiscale.downScale), ("MultiscaleManager", ca.MultiscaleManager)]
+    targets += [(n, getattr(ca, n)) for n in ("GaussianFilterCPU", "MultiscaleResamplerCPU",
+                                              "MultiscaleResamplerGaussCPU")]
+    for name, fn in targets:
+        for n in range(1, 5):
+            for pos in range(n):
+                for bad in (None, "abc", object()):
+                    for mk in good:
+                        args = [mk() for _ in range(n)]
+                        args[pos] = bad
+                        try:
+                            fn(*args)
+                        except (TypeError, NotImplementedError):
+                            pass
+                        except Exception as e:
+                            problems.append("%s%r: %s %s" % (name, tuple(type(a).__name__ for a in args),
+                                                             type(e).__name__, str(e).splitlines()[0]))
+    assert not problems, "\n".join(sorted(set(problems))[:30])
 
 
 # ---------------------------------------------------------------------------
