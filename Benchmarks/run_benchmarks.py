@@ -26,6 +26,8 @@ Rows:
   * fluid kernel: FluidKernelFFT applyInverseOperator / applyOperator at 128^3
     vs the six scipy.fft transforms the job needs, its first setGrid in a fresh
     process, and the GPU applyInverseOperator;
+  * filters and multiscale: GaussianFilterCPU 128^3 vs scipy gaussian_filter,
+    MultiscaleResampler(Gauss)CPU.downsampleImage 256^3 -> 128^3 vs SciPy;
   * GPU rows (only with a CUDA device): Copy/Add/fused/reductions, ApplyH,
     Gradient, ComposeHH at 256^3, Splat at 128^3 (also with values x 1e4),
     each beside the same call on host memory.
@@ -1043,6 +1045,131 @@ def bench_fluid(rows, reps, only, nthreads):
         rows.add(labels[3], size, median_time(gpu, reps), median_time(lambda: k.applyInverseOperator(v, f), reps),
                  'same op on host (CPU)', 'device vs host result %s; target < 1 ms on an H100/H200' % agree,
                  common=common)
+# Filters and multiscale (branch filters): GaussianFilterCPU, the multiscale
+# resamplers; GPU rows only with a CUDA device.
+# ---------------------------------------------------------------------------
+
+def bench_filters(rows, reps, only, nthreads):
+    """GaussianFilterCPU.filter at 128^3 beside scipy.ndimage.gaussian_filter
+    (same sigma, truncate = radius / sigma, i.e. the same kernel radius;
+    compared in the interior, where the border rules play no part), and
+    downsampleImage 256^3 -> 128^3 (factor 2) of MultiscaleResamplerGaussCPU
+    (sigma sqrt(2/2) = 1, radius 2) and MultiscaleResamplerCPU beside SciPy
+    gaussian_filter + map_coordinates (order 1, centred samples)."""
+    def want(name):
+        return only is None or only.lower() in name.lower()
+
+    gauss_label = 'GaussianFilterCPU.filter [sigma 2, radius 8]'
+    rs_label = 'MultiscaleResamplerGaussCPU.downsampleImage'
+    plain_label = 'MultiscaleResamplerCPU.downsampleImage'
+    if not any(want(l) for l in (gauss_label, rs_label, plain_label, 'GPU Gaussian', 'GPU Multiscale')):
+        return
+    if getattr(ca, 'GaussianFilterCPU', None) is None:
+        print('(filter rows skipped: PyCA.Core has no GaussianFilterCPU)', flush=True)
+        return
+    ndi = peer_module('scipy.ndimage', nthreads)
+    rng = np.random.default_rng(8)
+    thr = '%d threads for ours; SciPy is serial' % nthreads
+    if want(gauss_label):
+        n, sig, rad = 128, 2.0, 8
+        g = ca.GridInfo(ca.Vec3Di(n, n, n))
+        arr = smooth_image(n, rng)
+        im, out, tmp = new_image(g, arr), ca.Image3D(g, ca.MEM_HOST), ca.Image3D(g, ca.MEM_HOST)
+        f = ca.GaussianFilterCPU()
+        f.updateParams(g.size(), ca.Vec3Df(sig, sig, sig), ca.Vec3Di(rad, rad, rad))
+        ours = median_time(lambda: f.filter(out, im, tmp), reps)
+        peer, note = None, 'no scipy'
+        if ndi is not None:
+            a64 = np.asfortranarray(arr)
+            ref = ndi.gaussian_filter(a64, sig, truncate=rad / sig)
+            inner = np.zeros((n, n, n), bool)
+            inner[rad:-rad, rad:-rad, rad:-rad] = True
+            note = agreement(rows, gauss_label, 'scipy', out.asnp(), ref, where=inner)
+            note += ' (interior; at the borders ours renormalises the truncated kernel, legacy)'
+            peer = time_budget(lambda: ndi.gaussian_filter(a64, sig, truncate=rad / sig), reps)
+        rows.add(gauss_label, '%d^3' % n, ours, peer, 'scipy.ndimage.gaussian_filter', note,
+                 bytes_per_voxel=24, nvox=n ** 3, common=thr)
+    for label, cls in ((rs_label, 'MultiscaleResamplerGaussCPU'), (plain_label, 'MultiscaleResamplerCPU')):
+        if not want(label):
+            continue
+        n = 256
+        g = ca.GridInfo(ca.Vec3Di(n, n, n))
+        ca.ThreadMemoryManager.init(g, ca.MEM_HOST, 4)
+        try:
+            mm = ca.MultiscaleManager(g)
+            mm.addScaleLevel(2)
+            mm.addScaleLevel(1)
+            mm.start()
+            rs = getattr(ca, cls)(g)
+            rs.setScaleLevel(mm)
+            arr = smooth_image(n, rng)
+            orig = new_image(g, arr)
+            out = ca.Image3D(mm.getCurGrid(), ca.MEM_HOST)
+            ours = median_time(lambda: rs.downsampleImage(out, orig), reps)
+            peer, note = None, 'no scipy'
+            if ndi is not None:
+                m = n // 2
+                c = np.arange(m, dtype=np.float64) * 2.0 + 0.5
+                pts = np.stack(np.meshgrid(c, c, c, indexing='ij'))
+                a32 = np.asfortranarray(arr)
+
+                def peer_fn():
+                    src = ndi.gaussian_filter(a32, 1.0, radius=2, mode='nearest') if 'Gauss' in cls else a32
+                    return ndi.map_coordinates(src, pts, order=1, mode='nearest')
+                ref = peer_fn()
+                inner = np.zeros((m, m, m), bool)
+                inner[2:-2, 2:-2, 2:-2] = True
+                note = agreement(rows, label, 'scipy', out.asnp(), ref, where=inner) + ' (interior)'
+                peer = time_budget(peer_fn, reps)
+            rows.add(label, '256^3->128^3', ours, peer,
+                     'scipy gaussian_filter+map_coordinates' if 'Gauss' in cls else 'scipy map_coordinates',
+                     note, common=thr)
+        finally:
+            ca.ThreadMemoryManager.destroy()
+    if ca.GetNumberOfCUDADevices() == 0 or getattr(ca, 'GaussianFilterGPU', None) is None:
+        print('(GPU filter rows skipped: no CUDA device)', flush=True)
+        return
+
+    def synced(fn):
+        def run():
+            fn()
+            ca.CheckCUDAError(__file__, 0)
+        return run
+
+    if want('GPU GaussianFilter'):
+        n = 128
+        g = ca.GridInfo(ca.Vec3Di(n, n, n))
+        h = [ca.Image3D(g, ca.MEM_HOST) for _ in range(3)]
+        h[0].asnp()[...] = smooth_image(n, rng)
+        d = [ca.Image3D(g, ca.MEM_DEVICE) for _ in range(3)]
+        ca.Copy(d[0], h[0])
+        fg, fc = ca.GaussianFilterGPU(), ca.GaussianFilterCPU()
+        for f in (fg, fc):
+            f.updateParams(g.size(), ca.Vec3Df(2, 2, 2), ca.Vec3Di(8, 8, 8))
+        rows.add('GPU GaussianFilter.filter [sigma 2, radius 8]', '%d^3' % n,
+                 median_time(synced(lambda: fg.filter(d[1], d[0], d[2])), reps),
+                 median_time(lambda: fc.filter(h[1], h[0], h[2]), reps), 'GaussianFilterCPU (host)')
+    if want('GPU MultiscaleResamplerGauss'):
+        n = 256
+        g = ca.GridInfo(ca.Vec3Di(n, n, n))
+        mm = ca.MultiscaleManager(g)
+        mm.addScaleLevel(2)
+        mm.addScaleLevel(1)
+        mm.start()
+        rg, rc = ca.MultiscaleResamplerGaussGPU(g), ca.MultiscaleResamplerGaussCPU(g)
+        rg.setScaleLevel(mm)
+        rc.setScaleLevel(mm)
+        oh = ca.Image3D(g, ca.MEM_HOST)
+        oh.asnp()[...] = smooth_image(n, rng)
+        od = ca.Image3D(g, ca.MEM_DEVICE)
+        ca.Copy(od, oh)
+        sd, sh = ca.Image3D(mm.getCurGrid(), ca.MEM_DEVICE), ca.Image3D(mm.getCurGrid(), ca.MEM_HOST)
+        rows.add('GPU MultiscaleResamplerGauss.downsampleImage', '256^3->128^3',
+                 median_time(synced(lambda: rg.downsampleImage(sd, od)), reps),
+                 median_time(lambda: rc.downsampleImage(sh, oh), reps), 'MultiscaleResamplerGaussCPU (host)',
+                 'no thread memory manager: scratch allocated per call')
+
+# ---- end of the filters and multiscale section ------------------------------
 
 
 def bench_cxx(rows, build_dir, reps, only):
@@ -1093,6 +1220,7 @@ def main():
     bench_fluid(rows, args.reps, args.only, nthreads)
     bench_gpu(rows, args.size, args.reps, args.only)
     bench_io(rows, args.reps, args.only)
+    bench_filters(rows, args.reps, args.only, nthreads)  # filters section
     if rows.warnings:
         print('%d WARNING(S):' % len(rows.warnings))
         for w in rows.warnings:
