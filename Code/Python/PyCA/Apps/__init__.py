@@ -1,0 +1,45 @@
+"""PyCA.Apps: registration and denoising written on PyCA.Core.
+
+Functions (each takes Image3Ds on any memory type, computes on the CPU or
+the GPU -- ``device='cpu'|'gpu'|'auto'`` -- in 2-D (size z == 1) or 3-D, takes
+scratch from the ThreadMemoryManager, shows a tqdm bar with the energy unless
+``quiet=True``, and accepts ``config=`` (a dict or a YAML file path) and
+keyword overrides of every parameter; ``DEFAULTS`` of each module lists them):
+
+    greedy_register(fixed, moving, config=None, quiet=False, **params)  -> RegistrationResult
+    elastic_register(fixed, moving, config=None, quiet=False, **params) -> RegistrationResult
+    lddmm_register(fixed, moving, config=None, quiet=False, **params)   -> RegistrationResult
+    register(fixed, moving, method='lddmm', ...)                        -> RegistrationResult
+    tv_denoise(image, method='primal_dual'|'rof', config=None, quiet=False, **params) -> TVResult
+
+The command line is ``python -m PyCA.Apps.register`` (``pyca-register``).
+"""
+import importlib as _importlib
+
+from ._common import RegistrationResult, ConfigError, gpu_available  # noqa: F401
+
+_LAZY = {
+    'greedy_register': 'greedy', 'elastic_register': 'elastic',
+    'lddmm_register': 'lddmm', 'tv_denoise': 'tv', 'TVResult': 'tv',
+}
+
+__all__ = ['register', 'RegistrationResult', 'ConfigError', 'gpu_available'] + sorted(_LAZY)
+
+METHODS = ('lddmm', 'greedy', 'elastic')
+
+
+def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    return getattr(_importlib.import_module('.' + mod, __name__), name)
+
+
+def register(fixed, moving, method='lddmm', config=None, quiet=False, **params):
+    """Registers ``moving`` onto ``fixed`` with ``method`` ('lddmm', 'greedy' or
+    'elastic'); see the method's function for its parameters."""
+    m = str(method).lower()
+    if m not in METHODS:
+        raise ConfigError("method must be one of %s, got %r" % (', '.join(METHODS), method))
+    fn = __getattr__(m + '_register')
+    return fn(fixed, moving, config=config, quiet=quiet, **params)

@@ -1,0 +1,324 @@
+"""Shared plumbing of the registration apps: configuration, devices, memory,
+multiscale set-up, progress bars and the result object.
+
+Every app follows the same pattern, the one PyCA users have always written:
+
+    cfg = merge_config(DEFAULTS, config, overrides)      # dict / YAML / kwargs
+    mType = compute_mem_type(cfg['device'], fixed)        # MEM_HOST or MEM_DEVICE
+    I0, I1 = on_mem(fixed, mType), on_mem(moving, mType)  # copies when needed
+    ensure_thread_memory_manager(I0.grid(), mType)        # scratch for the operators
+    for each scale (MultiscaleManager + MultiscaleResamplerGauss*):
+        ... per-iteration PyCA.Core calls, energy appended, progress bar updated ...
+    return RegistrationResult(...)
+"""
+import copy
+import numbers
+import os
+import sys
+import time
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Dict, List, Optional
+
+import PyCA.Core as ca
+
+__all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
+           'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel',
+           'make_resampler', 'make_multiscale', 'Progress', 'check_pair', 'mem_name',
+           'ConfigError']
+
+
+class ConfigError(ValueError):
+    """A configuration key or value the app does not accept."""
+
+
+# --------------------------------------------------------------------------- config
+
+def load_config(config):
+    """A plain dict from ``config``: None, a dict, or the path of a YAML file
+    (a mapping at top level)."""
+    if config is None:
+        return {}
+    if isinstance(config, dict):
+        return copy.deepcopy(config)
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if not os.path.isfile(path):
+            raise ConfigError("configuration file not found: %s" % path)
+        try:
+            import yaml
+        except ImportError as e:  # pragma: no cover - pyyaml is installed by ./run
+            raise ConfigError("reading %s needs PyYAML (pip install pyyaml)" % path) from e
+        try:
+            with open(path) as f:
+                data = yaml.safe_load(f)
+        except yaml.YAMLError as e:
+            raise ConfigError("configuration file %s is not valid YAML: %s" % (path, e)) from None
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ConfigError("configuration file %s must hold a mapping of keys to values" % path)
+        return data
+    raise ConfigError("config must be None, a dict or a YAML file path, got %s"
+                      % type(config).__name__)
+
+
+def _coerce(key, default, value):
+    """``value`` converted to the type of ``default`` (lists of numbers stay lists)."""
+    if default is None or value is None:
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ('true', 'yes', '1', 'on', 'false', 'no', '0', 'off'):
+            return value.lower() in ('true', 'yes', '1', 'on')
+        raise ConfigError("%s must be true or false, got %r" % (key, value))
+    if isinstance(value, str) and isinstance(default, numbers.Real) and not isinstance(default, bool):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError("%s must be a number, got %r" % (key, value)) from None
+    if isinstance(default, numbers.Integral):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value:
+            raise ConfigError("%s must be an integer, got %r" % (key, value))
+        return int(value)
+    if isinstance(default, numbers.Real):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ConfigError("%s must be a number, got %r" % (key, value))
+        return float(value)
+    if isinstance(default, (list, tuple)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]
+        if isinstance(value, str):
+            value = [v for v in value.replace(' ', '').split(',') if v]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError("%s must be a list, got %r" % (key, value))
+        if default:
+            proto = default[0]
+            return [_coerce(key, proto, v) for v in value]
+        return list(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError("%s must be a string, got %r" % (key, value))
+        return value
+    return value
+
+
+def merge_config(defaults, config=None, overrides=None):
+    """``defaults`` updated by ``config`` (dict or YAML path) then by
+    ``overrides`` (keyword arguments). Unknown keys raise ConfigError (a typo
+    never passes silently); values are converted to the default's type.
+    Keys may use '-' or '_'."""
+    out = copy.deepcopy(defaults)
+    for src in (load_config(config), overrides or {}):
+        for k, v in src.items():
+            key = str(k).replace('-', '_')
+            if key not in out:
+                raise ConfigError("unknown parameter %r (known: %s)" % (k, ', '.join(sorted(out))))
+            out[key] = _coerce(key, defaults[key], v)
+    return out
+
+
+# --------------------------------------------------------------------------- devices, memory
+
+def gpu_available():
+    """True where this build has CUDA and a device is present."""
+    try:
+        return hasattr(ca, 'FluidKernelFFTGPU') and ca.GetNumberOfCUDADevices() > 0
+    except Exception:
+        return False
+
+
+def mem_name(mType):
+    return {ca.MEM_HOST: 'MEM_HOST', ca.MEM_DEVICE: 'MEM_DEVICE'}.get(mType, str(mType))
+
+
+def compute_mem_type(device, image=None):
+    """The memory type the app computes in: 'cpu' -> MEM_HOST, 'gpu' ->
+    MEM_DEVICE (RuntimeError 'no CUDA device ...' where none exists), 'auto' ->
+    the memory type of ``image`` (device memory stays on the GPU, anything else
+    runs on the CPU)."""
+    device = (device or 'auto').lower()
+    if device == 'auto':
+        if image is not None and image.memType() == ca.MEM_DEVICE:
+            return ca.MEM_DEVICE
+        return ca.MEM_HOST
+    if device == 'cpu':
+        return ca.MEM_HOST
+    if device in ('gpu', 'cuda'):
+        if not gpu_available():
+            raise RuntimeError("a GPU was asked for, but no CUDA device is available "
+                               "(this build %s CUDA)" % ('has' if hasattr(ca, 'FluidKernelFFTGPU')
+                                                          else 'has no'))
+        return ca.MEM_DEVICE
+    raise ConfigError("device must be 'cpu', 'gpu' or 'auto', got %r" % device)
+
+
+def on_mem(obj, mType):
+    """``obj`` itself if it already lives in ``mType`` memory, else a copy there
+    (the caller's object is never moved)."""
+    if obj.memType() == mType or (mType == ca.MEM_HOST and obj.memType() == ca.MEM_HOST_PINNED):
+        return obj
+    out = ca.Image3D(obj.grid(), mType) if isinstance(obj, ca.Image3D) else ca.Field3D(obj.grid(), mType)
+    ca.Copy(out, obj)
+    return out
+
+
+def ensure_thread_memory_manager(grid, mType, nPools=16):
+    """Initialises the ThreadMemoryManager for ``grid``/``mType`` (the pool the
+    operators and the multiscale resamplers take scratch from). An existing
+    manager of the same memory type whose grid holds ``grid`` is kept."""
+    tmm = ca.ThreadMemoryManager
+    if tmm.isInitialized():
+        mm = tmm.instance()
+        g = mm.grid()
+        if mm.memType() == mType and g.nVox() >= grid.nVox():
+            return
+        tmm.destroy()
+    tmm.init(grid, mType, nPools)
+
+
+def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
+    """A FluidKernelFFT{CPU,GPU} for ``grid`` with L = -alpha lap - beta grad div + gamma."""
+    cls = ca.FluidKernelFFTGPU if mType == ca.MEM_DEVICE else ca.FluidKernelFFTCPU
+    k = cls()
+    k.setAlpha(float(alpha))
+    k.setBeta(float(beta))
+    k.setGamma(float(gamma))
+    if lpow != 1:
+        k.setLPow(int(lpow))
+    k.setGrid(grid)
+    return k
+
+
+def make_resampler(grid, mType, gauss=True):
+    if mType == ca.MEM_DEVICE:
+        cls = ca.MultiscaleResamplerGaussGPU if gauss else ca.MultiscaleResamplerGPU
+    else:
+        cls = ca.MultiscaleResamplerGaussCPU if gauss else ca.MultiscaleResamplerCPU
+    return cls(grid)
+
+
+def make_multiscale(grid, scales):
+    """A MultiscaleManager over ``grid`` with the given down-sampling factors
+    (coarse to fine; duplicates removed; factor 1 always included). The
+    manager's level printing is silent unless verbose (our MultiscaleManager)."""
+    facs = sorted({int(s) for s in scales} | {1}, reverse=True)
+    for f in facs:
+        if f < 1:
+            raise ConfigError("scale factors must be >= 1, got %r" % (scales,))
+    sm = ca.MultiscaleManager(grid)
+    for f in facs:
+        sm.addScaleLevel(f)
+    return sm, facs
+
+
+def check_pair(fixed, moving, who):
+    """TypeError / ValueError with a clear message for inputs an app can't use."""
+    for name, im in (('fixed', fixed), ('moving', moving)):
+        if not isinstance(im, ca.Image3D):
+            raise TypeError("%s: %s must be an Image3D, got %s" % (who, name, type(im).__name__))
+        if im.nVox() == 0:
+            raise ValueError("%s: %s image is empty" % (who, name))
+    if not same_grid(fixed.grid(), moving.grid()):
+        raise ValueError("%s: fixed and moving images must share a grid (got %s and %s); "
+                         "resample first (the command line does this through world coordinates)"
+                         % (who, fixed.grid(), moving.grid()))
+
+
+def same_grid(a, b, tol=1e-5):
+    """Same size, and spacing and origin equal within ``tol`` (relative)."""
+    if tuple(a.size()) != tuple(b.size()):
+        return False
+    for u, v in ((a.spacing(), b.spacing()), (a.origin(), b.origin())):
+        for x, y in zip(u, v):
+            if abs(x - y) > tol * max(1.0, abs(x), abs(y)):
+                return False
+    return True
+
+
+# --------------------------------------------------------------------------- progress
+
+class Progress:
+    """A tqdm bar over all iterations of all scales, showing the energy; a
+    no-op with quiet=True (or without tqdm)."""
+
+    def __init__(self, total, desc, quiet=False):
+        self._bar = None
+        if not quiet:
+            try:
+                from tqdm.auto import tqdm
+                self._bar = tqdm(total=int(total), desc=desc, unit='it', file=sys.stderr,
+                                 dynamic_ncols=True, leave=True)
+            except ImportError:  # pragma: no cover
+                self._bar = None
+
+    def update(self, energy=None, **extra):
+        if self._bar is None:
+            return
+        post = {}
+        if energy is not None:
+            post['E'] = '%.4g' % energy
+        for k, v in extra.items():
+            post[k] = ('%.4g' % v) if isinstance(v, float) else v
+        self._bar.set_postfix(post, refresh=False)
+        self._bar.update(1)
+
+    def skip(self, n):
+        """Advances the bar by n iterations that will not run (a converged scale)."""
+        if self._bar is not None and n > 0:
+            self._bar.update(int(n))
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# --------------------------------------------------------------------------- result
+
+@dataclass
+class RegistrationResult:
+    """What every registration app returns.
+
+    deformed  Image3D: the moving image deformed onto the fixed grid
+              (``ApplyH(deformed, moving, h)``).
+    h         Field3D: the H-field (voxel coordinates of the moving image for
+              each fixed voxel) -- the "deformation" of the outputs.
+    hinv      Field3D or None: its inverse where the method has it (LDDMM, greedy).
+    momentum  Field3D or None: LDDMM's initial momentum m0 on the fixed grid.
+    energy    total energy per iteration (all scales in order); energy_terms
+              holds its parts ('image', 'reg') per iteration; scale_of_iter
+              the scale factor of each iteration.
+    """
+    method: str
+    deformed: Any
+    h: Any
+    energy: List[float]
+    energy_terms: Dict[str, List[float]]
+    hinv: Any = None
+    momentum: Any = None
+    velocity: Any = None
+    scale_of_iter: List[int] = dc_field(default_factory=list)
+    iterations: int = 0
+    seconds: float = 0.0
+    device: str = 'cpu'
+    config: Dict[str, Any] = dc_field(default_factory=dict)
+
+    @property
+    def seconds_per_iter(self):
+        return self.seconds / self.iterations if self.iterations else 0.0
+
+
+class Timer:
+    def __init__(self):
+        self.t0 = time.perf_counter()
+
+    def __call__(self):
+        return time.perf_counter() - self.t0

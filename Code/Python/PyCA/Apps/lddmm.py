@@ -1,0 +1,401 @@
+"""Vector-momentum LDDMM by geodesic shooting (the downstream "vectormomentum"
+job of spec section 7), written on PyCA.Core.
+
+The moving image I0 is deformed by the endpoint of the geodesic that the
+initial momentum m0 generates; m0 is optimised by gradient descent on
+
+    E(m0) = 1/2 <m0, K m0> + 1/(2 sigma^2) || I0 o phi_1^-1 - I1 ||^2
+
+(both terms integrals over the fixed grid: sums times the voxel volume).
+
+Forward shooting (EPDiff in Lagrangian form, ``nsteps`` steps of dt = 1/nsteps):
+    m_t = CoAd(phi_t^-1, m0)               (``CoAd``)
+    v_t = K m_t                            (``applyInverseOperator``)
+    phi_{t+dt} = phi_t + dt v_t o phi_t    (``ApplyH`` of the field; Euler or RK4)
+    phi_{t+dt}^-1                          (``UpdateInverse``: the fixed point of
+                                            the inverse of phi_t + w)
+The deformed image is ``ApplyH(I0, phi_1^-1)``; ``result.h`` is phi_1^-1 (an
+H-field on the fixed grid into the moving image) and ``result.hinv`` phi_1.
+
+Backward adjoint (continuous adjoint of the forward system, explicit Euler
+from t = 1 to 0, ``m_hat(1) = 0``):
+    I_hat(1) = -(I(1) - I1) / sigma^2,  I_hat(t) = Splat of I_hat(1) through
+               phi_t o phi_1^-1            (``ComposeHH``, ``Splat``)
+    d m_hat/dt = ad_v m_hat + K(I_hat grad I_t - ad*_{m_hat} m_t)
+               (``AdInf``, ``CoAdInf``, ``Gradient``, ``applyInverseOperator``)
+The L2 gradient is K m0 - m_hat(0); the step is preconditioned by L = K^-1
+(the gradient in the metric of the momenta): ``m0 <- m0 - eps (m0 - L m_hat(0))``
+(``applyOperator``), with the step halved (and the iteration redone) when the
+energy rises.
+
+Units: velocities and momenta are physical (V-fields); the operators whose
+derivatives are in voxel units (CoAd, AdInf, CoAdInf) are converted with the
+grid spacing S = diag(spacing): CoAd_phys(g, m) = S^-1 CoAd(g, S m),
+ad_phys(X, Y) = S AdInf(S^-1 X, S^-1 Y), ad*_phys(X, m) = S^-1 CoAdInf(S^-1 X, S m),
+so anisotropic grids are handled exactly.
+"""
+import copy
+
+import PyCA.Core as ca
+
+from ._common import (RegistrationResult, Progress, Timer, check_pair, compute_mem_type,
+                      ensure_thread_memory_manager, make_fluid_kernel, make_multiscale,
+                      make_resampler, merge_config, on_mem, ConfigError)
+
+__all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
+
+#: Every parameter of lddmm_register (override with config= or keywords).
+DEFAULTS = {
+    'scales': [4, 2, 1],        # down-sampling factors, coarse to fine
+    'iters': [40, 30, 10],      # gradient-descent iterations per scale (one value: every scale)
+    'nsteps': 10,               # time steps of the geodesic shooting
+    'integrator': 'euler',      # 'euler' or 'rk4'
+    'adjoint': 'euler',         # backward integration of the adjoint: 'euler' (trapezoid force)
+                                # or 'heun' (2nd order, one more kernel solve per step)
+    'sigma': 0.001,             # image-match weight 1/(2 sigma^2) (intensities normalised to [0, 1])
+    'alpha': 400.0,             # L = -alpha lap - beta grad div + gamma (physical units: mm^2);
+    'beta': 0.0,                #   sqrt(alpha/gamma) = 20 mm is the smoothing length of K
+    'gamma': 1.0,
+    'step': 0.2,                # initial gradient-descent step on the momentum
+    'min_step': 1e-4,           # stop a scale when the step has been halved below this
+    'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
+    'max_step': 1.0,            # ... up to this
+    'inverse_iters': 2,         # UpdateInverse fixed-point iterations per time step
+    'device': 'auto',           # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
+    'smooth_scales': True,      # Gaussian pre-smoothing when down-sampling (MultiscaleResamplerGauss)
+}
+
+
+def _vec(v):
+    return ca.Vec3Df(float(v[0]), float(v[1]), float(v[2]))
+
+
+class Shooter:
+    """Geodesic shooting and its adjoint on one grid (one scale).
+
+    ``shoot(m0)`` fills the stored path (g_n, ginv_n, v_n, m_n for n = 0..T);
+    ``energy(I0, I1)`` deforms I0 and returns (E_img, E_reg, deformed);
+    ``gradient(I0, I1)`` integrates the adjoint and returns L m_hat(0).
+    """
+
+    def __init__(self, grid, mType, kernel, nsteps=10, integrator='euler', sigma=0.1,
+                 inverse_iters=3, adjoint='heun'):
+        if adjoint not in ('heun', 'euler'):
+            raise ConfigError("adjoint must be 'heun' or 'euler', got %r" % adjoint)
+        self.adjoint = adjoint
+        if integrator not in ('euler', 'rk4'):
+            raise ConfigError("integrator must be 'euler' or 'rk4', got %r" % integrator)
+        if nsteps < 1:
+            raise ConfigError("nsteps must be >= 1, got %r" % nsteps)
+        self.grid, self.mType, self.K = grid, mType, kernel
+        self.T, self.integrator, self.sigma = int(nsteps), integrator, float(sigma)
+        self.ninv = int(inverse_iters)
+        sp = grid.spacing()
+        self.sp = (float(sp[0]), float(sp[1]), float(sp[2]))
+        # isotropic over the axes that exist (a 2-D grid's z spacing is irrelevant)
+        size = grid.size()
+        used = [self.sp[d] for d in range(3) if size[d] > 1] or [self.sp[0]]
+        self.iso = max(used) - min(used) <= 1e-6 * max(used)
+        self.s_iso = used[0]
+        self.S = _vec(self.sp)
+        self.Sinv = _vec([1.0 / s for s in self.sp])
+        self.vv = grid.voxelVol()
+        F = lambda: ca.Field3D(grid, mType)  # noqa: E731
+        I = lambda: ca.Image3D(grid, mType)  # noqa: E731
+        self._F, self._I = F, I
+        T = self.T
+        self.g = [F() for _ in range(T + 1)]
+        self.ginv = [F() for _ in range(T + 1)]
+        self.v = [F() for _ in range(T + 1)]
+        self.m = [F() for _ in range(T + 1)]
+        self.t1, self.t2, self.t3, self.t4 = F(), F(), F(), F()
+        self.t5 = F() if not self.iso else None
+        self.w = F()
+        self.i1, self.i2, self.i3 = I(), I(), I()
+        if adjoint == 'heun':
+            self.hb_a, self.hb_p = F(), F()
+        if integrator == 'rk4':
+            self.rk_kk, self.rk_raw, self.rk_g = F(), F(), F()
+
+    # ---- unit conversions of the voxel-unit operators --------------------
+    def coad(self, out, g, m):
+        """out = CoAd_phys(g, m) = |Dg| Dg^T m o g (physical m)."""
+        if self.iso:
+            ca.CoAd(out, g, m)
+        else:
+            ca.Copy(self.t4, m)
+            ca.MulC_I(self.t4, self.S)
+            ca.CoAd(out, g, self.t4)
+            ca.MulC_I(out, self.Sinv)
+
+    def ad(self, out, X, Y):
+        """out = ad_X Y = DX Y - DY X (physical X, Y)."""
+        if self.iso:
+            ca.AdInf(out, X, Y)
+            ca.MulC_I(out, 1.0 / self.s_iso)
+        else:
+            a, b = self.t4, self.t5
+            ca.Copy(a, X)
+            ca.MulC_I(a, self.Sinv)
+            ca.Copy(b, Y)
+            ca.MulC_I(b, self.Sinv)
+            ca.AdInf(out, a, b)
+            ca.MulC_I(out, self.S)
+
+    def adstar(self, out, X, m):
+        """out = ad*_X m = DX^T m + div(m X^T) (physical X, m)."""
+        if self.iso:
+            ca.CoAdInf(out, X, m)
+            ca.MulC_I(out, 1.0 / self.s_iso)
+        else:
+            a, b = self.t4, self.t5
+            ca.Copy(a, X)
+            ca.MulC_I(a, self.Sinv)
+            ca.Copy(b, m)
+            ca.MulC_I(b, self.S)
+            ca.CoAdInf(out, a, b)
+            ca.MulC_I(out, self.Sinv)
+
+    def _to_vox(self, f):
+        if self.iso:
+            ca.MulC_I(f, 1.0 / self.s_iso)
+        else:
+            ca.MulC_I(f, self.Sinv)
+
+    # ---- forward ------------------------------------------------------------
+    def _velocity(self, v, m, ginv, m0):
+        """m = CoAd(ginv, m0), v = K m."""
+        self.coad(m, ginv, m0)
+        self.K.applyInverseOperator(v, m)
+
+    def _lagrangian(self, out, v, g, scale):
+        """out = scale * (v o g) in voxel units (the increment of the H-field g)."""
+        ca.ApplyH(out, v, g, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
+        self._to_vox(out)
+        if scale != 1.0:
+            ca.MulC_I(out, float(scale))
+
+    def shoot(self, m0):
+        T, dt = self.T, 1.0 / self.T
+        ca.SetToIdentity(self.g[0])
+        ca.SetToIdentity(self.ginv[0])
+        ca.Copy(self.m[0], m0)
+        self.K.applyInverseOperator(self.v[0], self.m[0])
+        for n in range(T):
+            g, ginv, v = self.g[n], self.ginv[n], self.v[n]
+            gn, ginvn = self.g[n + 1], self.ginv[n + 1]
+            if self.integrator == 'euler':
+                self._lagrangian(self.w, v, g, dt)
+            else:
+                # RK4 on dg/dt = v_t o g; each stage's inverse by UpdateInverse,
+                # its velocity K CoAd(stage inverse, m0). The n+1 slots hold
+                # the stage state until the step is taken.
+                acc, kk, kraw, gs = self.w, self.rk_kk, self.rk_raw, self.rk_g
+                gis, vs, ms = ginvn, self.v[n + 1], self.m[n + 1]
+                self._lagrangian(acc, v, g, dt / 6.0)            # dt/6 k1
+                self._lagrangian(kk, v, g, 0.5 * dt)             # dt/2 k1
+                for wgt, nxt in ((2.0, 0.5), (2.0, 1.0), (1.0, None)):
+                    ca.Add(gs, g, kk)
+                    ca.UpdateInverse(gis, self.t3, ginv, kk, self.ninv)
+                    self._velocity(vs, ms, gis, m0)
+                    self._lagrangian(kraw, vs, gs, 1.0)          # k_i
+                    ca.Add_MulC_I(acc, kraw, wgt * dt / 6.0)
+                    if nxt is not None:
+                        ca.Copy(kk, kraw)
+                        ca.MulC_I(kk, nxt * dt)
+            ca.Add(gn, g, self.w)
+            ca.UpdateInverse(ginvn, self.t3, ginv, self.w, self.ninv)
+            self._velocity(self.v[n + 1], self.m[n + 1], ginvn, m0)
+
+    def energy(self, m0, I0, I1, deformed):
+        """(E_img, E_reg) after shoot(m0); ``deformed`` = I0 o phi_1^-1."""
+        ca.ApplyH(deformed, I0, self.ginv[self.T])
+        ca.Sub(self.i1, deformed, I1)
+        e_img = 0.5 * ca.Sum2(self.i1) * self.vv / (self.sigma ** 2)
+        e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv
+        return e_img, e_reg
+
+    # ---- backward -----------------------------------------------------------
+    def _image_force(self, out, n, I0, Ihat1):
+        """out = I_hat(t_n) grad I(t_n): I_hat(1) pushed through phi_n o phi_1^-1
+        (ComposeHH, Splat), I(t_n) = I0 o phi_n^-1 (ApplyH, Gradient)."""
+        T = self.T
+        if n == T:
+            ca.Copy(self.i2, Ihat1)
+            ca.Copy(self.i3, self.i_def)
+        else:
+            ca.ComposeHH(self.w, self.g[n], self.ginv[T])
+            ca.Splat(self.i2, self.w, Ihat1, False)
+            ca.ApplyH(self.i3, I0, self.ginv[n])
+        ca.Gradient(out, self.i3)
+        ca.Mul_I(out, self.i2)
+
+    def _adjoint_rhs(self, out, F, mh, k, tmp, with_ad):
+        """out = K(F - ad*_mh m_k) + ad_{v_k} mh (F is kept)."""
+        if with_ad:
+            self.adstar(tmp, mh, self.m[k])
+            ca.Sub(out, F, tmp)
+        else:
+            ca.Copy(out, F)
+        self.K.applyInverseOperator(out)
+        if with_ad:
+            self.ad(tmp, self.v[k], mh)
+            ca.Add_I(out, tmp)
+
+    def gradient(self, I0, deformed, I1, out, precondition=True):
+        """out = L m_hat(0) (after shoot and energy; the descent direction is
+        m0 - out), or m_hat(0) itself with precondition=False (the L2 gradient
+        of E is then K m0 - m_hat(0), per unit voxel volume)."""
+        T, dt = self.T, 1.0 / self.T
+        Ihat1 = self.i1                      # I_hat(1) = -(I(1) - I1)/sigma^2
+        ca.Sub(Ihat1, deformed, I1)
+        ca.MulC_I(Ihat1, -1.0 / self.sigma ** 2)
+        self.i_def = deformed
+        mhat, tmp, force, prev = out, self.t1, self.t2, self.t3
+        ca.SetToZero(mhat)
+        self._image_force(prev, T, I0, Ihat1)                 # F(1) = (I_hat grad I)(1)
+        if self.adjoint == 'heun':
+            # Heun (second order) backward from t = 1:
+            #   f(t, mh) = K(F(t) - ad*_mh m(t)) + ad_v(t) mh
+            a, pred = self.hb_a, self.hb_p
+            for n in range(T - 1, -1, -1):
+                self._image_force(force, n, I0, Ihat1)        # F(t_n)
+                self._adjoint_rhs(a, prev, mhat, n + 1, tmp, n + 1 < T)
+                ca.Copy(pred, mhat)
+                ca.Add_MulC_I(pred, a, -dt)                   # predictor at t_n
+                self._adjoint_rhs(tmp, force, pred, n, self.w, True)
+                ca.Add_I(a, tmp)
+                ca.Add_MulC_I(mhat, a, -0.5 * dt)             # m_hat(t_n)
+                prev, force = force, prev
+        else:
+            # explicit: the image force by the trapezoid rule, the ad terms
+            # (zero at t = 1) at the later node
+            for n in range(T - 1, -1, -1):
+                self._image_force(force, n, I0, Ihat1)        # F(t_n)
+                ca.Add_I(prev, force)
+                ca.MulC_I(prev, 0.5)                          # trapezoid of the force
+                if n < T - 1:
+                    self.adstar(tmp, mhat, self.m[n + 1])     # ad*_{m_hat} m at t_{n+1}
+                    ca.Sub_I(prev, tmp)
+                self.K.applyInverseOperator(prev)             # K(F - ad* m)
+                if n < T - 1:
+                    self.ad(tmp, self.v[n + 1], mhat)         # ad_v m_hat at t_{n+1}
+                    ca.Add_I(prev, tmp)
+                ca.Add_MulC_I(mhat, prev, -dt)                # m_hat(t_n)
+                prev, force = force, prev
+        if precondition:
+            self.K.applyOperator(mhat)                        # L m_hat(0)
+        return mhat
+
+
+def lddmm_register(fixed, moving, config=None, quiet=False, **params):
+    """Registers ``moving`` onto ``fixed`` by vector-momentum LDDMM geodesic
+    shooting (module docstring). Returns a RegistrationResult with
+    ``deformed`` (moving o phi_1^-1), ``h`` = phi_1^-1, ``hinv`` = phi_1,
+    ``momentum`` = m0 (on the fixed grid, physical units) and ``velocity`` =
+    K m0. Parameters: ``DEFAULTS``."""
+    check_pair(fixed, moving, 'lddmm_register')
+    cfg = merge_config(DEFAULTS, config, params)
+    mType = compute_mem_type(cfg['device'], fixed)
+    timer = Timer()
+    grid0 = fixed.grid()
+    I1full = on_mem(fixed, mType)
+    I0full = on_mem(moving, mType)
+    ensure_thread_memory_manager(grid0, mType)
+
+    sm, facs = make_multiscale(grid0, cfg['scales'])
+    iters = list(cfg['iters'])
+    if len(iters) == 1:
+        iters = iters * len(facs)
+    if len(iters) != len(facs):
+        raise ConfigError("iters must have one value or one per scale (%d scales: %s), got %r"
+                          % (len(facs), facs, cfg['iters']))
+    if any(i < 0 for i in iters):
+        raise ConfigError("iters must be >= 0, got %r" % (iters,))
+    resampler = make_resampler(grid0, mType, gauss=cfg['smooth_scales'])
+
+    energy, e_img_l, e_reg_l, scale_of_iter = [], [], [], []
+    m0 = None
+    bar = Progress(sum(iters), 'LDDMM', quiet)
+    try:
+        for lev, (fac, nit) in enumerate(zip(facs, iters)):
+            sm.set(lev)
+            resampler.setScaleLevel(sm)
+            grid = sm.getCurGrid()
+            if fac == 1:
+                I0, I1 = I0full, I1full
+            else:
+                I0, I1 = ca.Image3D(grid, mType), ca.Image3D(grid, mType)
+                resampler.downsampleImage(I0, I0full)
+                resampler.downsampleImage(I1, I1full)
+            if m0 is None:
+                m0 = ca.Field3D(grid, mType)
+                ca.SetToZero(m0)
+            else:
+                resampler.updateVField(m0)      # up-sampled onto this scale's grid, in place
+            kernel = make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
+            sh = Shooter(grid, mType, kernel, cfg['nsteps'], cfg['integrator'], cfg['sigma'],
+                         cfg['inverse_iters'], cfg['adjoint'])
+            deformed = ca.Image3D(grid, mType)
+            grad = ca.Field3D(grid, mType)
+            prev_m0 = ca.Field3D(grid, mType)
+            prev_dir = ca.Field3D(grid, mType)
+            step = cfg['step']
+            best = None
+            it = 0
+            while it < nit:
+                sh.shoot(m0)
+                e_img, e_reg = sh.energy(m0, I0, I1, deformed)
+                e = e_img + e_reg
+                if best is not None and e > best and step > cfg['min_step']:
+                    # the step overshot: go back and take half of it
+                    step *= 0.5
+                    ca.Copy(m0, prev_m0)
+                    ca.Add_MulC_I(m0, prev_dir, -step)
+                    continue
+                if best is not None and e > best:
+                    # no step along this direction lowers the energy any more:
+                    # keep the best momentum and go on to the next scale
+                    ca.Copy(m0, prev_m0)
+                    sh.shoot(m0)
+                    sh.energy(m0, I0, I1, deformed)
+                    bar.skip(nit - it)
+                    break
+                if best is not None:
+                    step = min(step * cfg['step_growth'], cfg['max_step'])
+                best = e
+                energy.append(e)
+                e_img_l.append(e_img)
+                e_reg_l.append(e_reg)
+                scale_of_iter.append(fac)
+                bar.update(e, scale=fac)
+                it += 1
+                if it == nit:
+                    break
+                sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
+                ca.Copy(prev_m0, m0)
+                ca.Sub(prev_dir, m0, grad)                       # descent direction m0 - L m_hat
+                ca.Add_MulC_I(m0, prev_dir, -step)
+            if nit == 0:
+                sh.shoot(m0)
+                sh.energy(m0, I0, I1, deformed)
+            last = (sh, deformed, grid)
+    finally:
+        bar.close()
+
+    sh, deformed, grid = last
+    # the final deformation on the full-resolution grid
+    h = ca.Field3D(grid0, mType)
+    hinv = ca.Field3D(grid0, mType)
+    ca.Copy(h, sh.ginv[sh.T])
+    ca.Copy(hinv, sh.g[sh.T])
+    out = ca.Image3D(grid0, mType)
+    ca.ApplyH(out, I0full, h)
+    velocity = ca.Field3D(grid0, mType)
+    ca.Copy(velocity, sh.v[0])
+    seconds = timer()
+    return RegistrationResult(
+        method='lddmm', deformed=out, h=h, hinv=hinv, momentum=m0, velocity=velocity,
+        energy=energy, energy_terms={'image': e_img_l, 'reg': e_reg_l},
+        scale_of_iter=scale_of_iter, iterations=len(energy), seconds=seconds,
+        device='gpu' if mType == ca.MEM_DEVICE else 'cpu', config=copy.deepcopy(cfg))
