@@ -1,0 +1,371 @@
+"""Loading an image pair for registration (the command line's input side).
+
+    fixed, moving, mask = load_pair('fixed.nii.gz', 'moving.nii.gz',
+                                    affine=False, mType=ca.MEM_HOST, mask_path=None)
+
+* Both files are read with PyCA.Common.LoadITKImage (its clear errors for
+  missing, unreadable or corrupt files pass through); 2-D images (size z == 1)
+  and 3-D images are accepted, 4-D images (more than one volume) are refused
+  with a ValueError, as is a 2-D / 3-D pair.
+* The moving image is brought onto the fixed grid through world coordinates:
+  origin, spacing and direction cosines of both files (SimpleITK
+  ResampleImageFilter, linear interpolation, 0 outside the moving image).
+  The returned moving image therefore shares the fixed image's grid (and
+  direction, see PyCA.Common.GetDirection): the H-field of a registration
+  of the pair is in voxel coordinates of the fixed grid.
+* ``affine=True`` first aligns the moving image to the fixed one with
+  SimpleITK's ImageRegistrationMethod (an AffineTransform started by
+  CenteredTransformInitializer, Mattes mutual information or correlation,
+  three resolution levels at about 2 mm), and resamples it with that
+  transform.
+* Both images are intensity-normalised (``normalize_intensity``: the 0.5th to
+  99.5th percentile mapped to [0, 1], clipped) unless ``normalize=False``.
+* ``mask_path``: a mask on the fixed image's space (any grid: it is resampled
+  to the fixed grid by nearest neighbour); non-zero voxels are inside. The
+  returned mask is a 0/1 Image3D on the fixed grid. An empty mask is a
+  ValueError.
+
+``info`` (a dict, optional) receives details: the original grids, whether
+the moving image was resampled, the affine transform (matrix, translation,
+centre, metric values, seconds) and the intensity ranges used.
+"""
+import os
+import time
+
+import numpy as np
+
+import PyCA.Core as ca
+from PyCA.Common import LoadITKImage, GetDirection, SetDirection
+
+__all__ = ['load_pair', 'normalize_intensity', 'load_image', 'to_sitk', 'from_sitk',
+           'resample_to', 'affine_align']
+
+
+def _sitk():
+    try:
+        import SimpleITK
+    except ImportError as e:  # pragma: no cover - SimpleITK is installed with PyCA[apps]
+        raise ImportError("PyCA.Apps.io needs SimpleITK (pip install SimpleITK)",
+                          name='SimpleITK') from e
+    return SimpleITK
+
+
+# --------------------------------------------------------------------------- files
+
+def _check_not_4d(path, role):
+    """ValueError for a file holding more than one volume (4-D and up).
+    Unreadable files are left to LoadITKImage, which explains them."""
+    sitk = _sitk()
+    if not os.path.isfile(path):
+        return
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(path)
+    try:
+        reader.ReadImageInformation()
+    except Exception:
+        return
+    dim, size = reader.GetDimension(), reader.GetSize()
+    if dim >= 4 and any(s > 1 for s in size[3:]):
+        raise ValueError("%s image '%s' is %d-D (size %s); registration takes a 2-D or 3-D "
+                         "image: extract one volume first"
+                         % (role, path, dim, 'x'.join(str(s) for s in size)))
+
+
+def load_image(path, role='image', mType=ca.MEM_HOST):
+    """An Image3D from ``path`` (LoadITKImage) after the 4-D check; the
+    direction is recorded as LoadITKImage does."""
+    path = os.fspath(path)
+    _check_not_4d(path, role)
+    im = LoadITKImage(path, ca.MEM_HOST)
+    if im.nVox() == 0:
+        raise ValueError("%s image '%s' has no voxels" % (role, path))
+    if mType != ca.MEM_HOST:
+        im.toType(mType)
+    return im
+
+
+def _is2d(im):
+    return im.size().z == 1
+
+
+def _direction(im, dim):
+    d = GetDirection(im)
+    m = np.eye(3) if d is None else np.asarray(d, np.float64).reshape(3, 3)
+    return m[:dim, :dim]
+
+
+def _host_array(im):
+    if im.memType() == ca.MEM_DEVICE:
+        tmp = ca.Image3D(im.grid(), ca.MEM_HOST)
+        ca.Copy(tmp, im)
+        return np.array(tmp.asnp())
+    return np.array(im.asnp())
+
+
+# --------------------------------------------------------------------------- SimpleITK bridges
+
+def to_sitk(im, dim=None, array=None):
+    """A SimpleITK float32 image with the voxels (or ``array``, (x, y, z)),
+    spacing, origin and direction of ``im``; 2-D when ``dim == 2`` (or z == 1)."""
+    sitk = _sitk()
+    if dim is None:
+        dim = 2 if _is2d(im) else 3
+    a = _host_array(im) if array is None else np.asarray(array)
+    a = np.ascontiguousarray(a.astype(np.float32, copy=False))
+    if dim == 2:
+        img = sitk.GetImageFromArray(np.ascontiguousarray(a[:, :, 0].T))
+    else:
+        img = sitk.GetImageFromArray(np.ascontiguousarray(a.T))
+    img.SetSpacing([float(v) for v in tuple(im.spacing())[:dim]])
+    img.SetOrigin([float(v) for v in tuple(im.origin())[:dim]])
+    img.SetDirection([float(v) for v in _direction(im, dim).reshape(-1)])
+    return img
+
+
+def from_sitk(img, like):
+    """An Image3D on ``like``'s grid (host memory) holding the voxels of the
+    SimpleITK image ``img`` (which must have that size); ``like``'s
+    direction is recorded on it."""
+    sitk = _sitk()
+    a = sitk.GetArrayFromImage(img).T
+    if a.ndim == 2:
+        a = a[:, :, np.newaxis]
+    out = ca.Image3D(like.grid(), ca.MEM_HOST)
+    np.copyto(out.asnp(), a, casting='unsafe')
+    d = GetDirection(like)
+    if d is not None:
+        SetDirection(out, d)
+    return out
+
+
+def resample_to(moving, fixed, transform=None, interp='linear', default=0.0):
+    """``moving`` resampled onto ``fixed``'s grid through world coordinates
+    (origin, spacing, direction; optional SimpleITK ``transform`` mapping
+    fixed physical points to moving physical points). Host Image3D."""
+    sitk = _sitk()
+    dim = 2 if (_is2d(fixed) and _is2d(moving)) else 3
+    ref = to_sitk(fixed, dim, array=np.zeros(tuple(fixed.size()), np.float32))
+    src = to_sitk(moving, dim)
+    f = sitk.ResampleImageFilter()
+    f.SetReferenceImage(ref)
+    f.SetInterpolator({'linear': sitk.sitkLinear, 'nearest': sitk.sitkNearestNeighbor}[interp])
+    f.SetDefaultPixelValue(float(default))
+    f.SetOutputPixelType(sitk.sitkFloat32)
+    if transform is not None:
+        f.SetTransform(transform)
+    return from_sitk(f.Execute(src), fixed)
+
+
+def _same_geometry(a, b, tol=1e-5):
+    if tuple(a.size()) != tuple(b.size()):
+        return False
+    for u, v in ((a.spacing(), b.spacing()), (a.origin(), b.origin())):
+        if any(abs(x - y) > tol * max(1.0, abs(x), abs(y)) for x, y in zip(u, v)):
+            return False
+    dim = 2 if _is2d(a) else 3
+    return np.allclose(_direction(a, dim), _direction(b, dim), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- intensities
+
+def normalize_intensity(im, lo_pct=0.5, hi_pct=99.5, robust=True, mask=None):
+    """Maps the intensities of ``im`` in place to [0, 1]: the ``lo_pct``-th
+    percentile to 0 and the ``hi_pct``-th to 1, clipped (``robust=False``:
+    the minimum and the maximum). Percentiles are taken inside ``mask``
+    (an Image3D, non-zero = inside) when given. A constant image becomes 0.
+    Returns ``(lo, hi)``, the values mapped to 0 and 1."""
+    a = _host_array(im).astype(np.float64)
+    finite = np.isfinite(a)
+    sel = finite
+    if mask is not None:
+        sel = finite & (_host_array(mask) != 0)
+        if not sel.any():
+            sel = finite
+    vals = a[sel]
+    if vals.size == 0:
+        lo = hi = 0.0
+    elif robust:
+        lo, hi = (float(v) for v in np.percentile(vals, [lo_pct, hi_pct]))
+        if not hi > lo:  # a mostly constant image: fall back to the full range
+            lo, hi = float(vals.min()), float(vals.max())
+    else:
+        lo, hi = float(vals.min()), float(vals.max())
+    if hi > lo:
+        out = np.clip((a - lo) / (hi - lo), 0.0, 1.0)
+    else:
+        out = np.zeros_like(a)
+    out[~finite] = 0.0
+    if im.memType() == ca.MEM_DEVICE:
+        tmp = ca.Image3D(im.grid(), ca.MEM_HOST)
+        np.copyto(tmp.asnp(), out, casting='unsafe')
+        ca.Copy(im, tmp)
+    else:
+        np.copyto(im.asnp(), out, casting='unsafe')
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- affine
+
+def _shrink_factors(im, target_mm=2.0, min_size=8, fine_min_size=32):
+    """Three pyramid shrink factors (coarse to fine): the finest level about
+    ``target_mm`` but keeping ``fine_min_size`` voxels along the smallest
+    axis, the coarsest keeping ``min_size`` (in-plane for 2-D)."""
+    dim = 2 if _is2d(im) else 3
+    sp = min(tuple(im.spacing())[:dim])
+    small = min(tuple(im.size())[:dim])
+    fine = max(1, int(round(target_mm / sp))) if sp > 0 else 1
+    fine = max(1, min(fine, small // fine_min_size))
+    cap = max(1, small // min_size)
+    facs = []
+    for f in (4 * fine, 2 * fine, fine):
+        f = min(f, cap)
+        if not facs or f < facs[-1]:
+            facs.append(f)
+    return facs
+
+
+def _mi_bins(nvox):
+    """Histogram bins of Mattes MI: about nvox^(1/3) / 1.6, in [8, 50]
+    (8 for 48 x 48, 20 for 32^3, 50 from about 2 * 10^6 voxels)."""
+    return int(np.clip(round(float(nvox) ** (1.0 / 3.0) / 1.6), 8, 50))
+
+
+def affine_align(fixed, moving, metric='mattes', mask=None, iterations=100, seed=1):
+    """The SimpleITK AffineTransform (fixed physical -> moving physical)
+    aligning ``moving`` to ``fixed`` (both Image3D, any grids), and a dict of
+    details. Multi-resolution (three levels, finest about 2 mm), regular
+    gradient descent with scales from physical shifts, Mattes mutual
+    information (``metric='mattes'``; 8 to 50 bins, growing with the number
+    of voxels: small images need few) or correlation
+    (``metric='correlation'``), started from CenteredTransformInitializer
+    (moments). ``mask`` (on the fixed grid) restricts the metric."""
+    sitk = _sitk()
+    dim = 2 if (_is2d(fixed) and _is2d(moving)) else 3
+    F, M = to_sitk(fixed, dim), to_sitk(moving, dim)
+    t0 = time.perf_counter()
+    try:
+        init = sitk.CenteredTransformInitializer(F, M, sitk.AffineTransform(dim),
+                                                 sitk.CenteredTransformInitializerFilter.MOMENTS)
+    except RuntimeError:  # e.g. an all-zero image: no moments
+        init = sitk.CenteredTransformInitializer(F, M, sitk.AffineTransform(dim),
+                                                 sitk.CenteredTransformInitializerFilter.GEOMETRY)
+    R = sitk.ImageRegistrationMethod()
+    metric = str(metric).lower()
+    if metric in ('mattes', 'mi', 'mutual_information'):
+        R.SetMetricAsMattesMutualInformation(numberOfHistogramBins=_mi_bins(fixed.nVox()))
+    elif metric in ('correlation', 'corr', 'ncc'):
+        R.SetMetricAsCorrelation()
+    elif metric in ('mse', 'meansquares'):
+        R.SetMetricAsMeanSquares()
+    else:
+        raise ValueError("affine metric must be 'mattes', 'correlation' or 'mse', got %r" % metric)
+    nvox = fixed.nVox()
+    if nvox > 200000:
+        R.SetMetricSamplingStrategy(R.REGULAR)
+        R.SetMetricSamplingPercentage(max(0.02, 200000.0 / nvox), seed)
+    else:
+        R.SetMetricSamplingStrategy(R.NONE)
+    if mask is not None:
+        R.SetMetricFixedMask(sitk.Cast(to_sitk(mask, dim) > 0.5, sitk.sitkUInt8))
+    R.SetInterpolator(sitk.sitkLinear)
+    R.SetOptimizerAsRegularStepGradientDescent(learningRate=1.0, minStep=1e-4,
+                                               numberOfIterations=int(iterations),
+                                               relaxationFactor=0.6,
+                                               gradientMagnitudeTolerance=1e-8)
+    R.SetOptimizerScalesFromPhysicalShift()
+    facs = _shrink_factors(fixed)
+    R.SetShrinkFactorsPerLevel(facs)
+    R.SetSmoothingSigmasPerLevel([max(0.0, f / 2.0) for f in facs])
+    R.SmoothingSigmasAreSpecifiedInPhysicalUnitsOff()
+    R.SetInitialTransform(init, inPlace=False)
+    try:
+        initial_metric = float(R.MetricEvaluate(F, M))
+    except RuntimeError:
+        initial_metric = float('nan')
+    try:
+        out = R.Execute(F, M)
+    except RuntimeError as e:
+        msg = ' '.join(str(e).split())
+        raise RuntimeError("the affine pre-alignment failed: %s" % msg[-300:]) from None
+    tx = out.GetBackTransform() if hasattr(out, 'GetBackTransform') else out
+    try:
+        tx = sitk.AffineTransform(tx)
+    except (RuntimeError, TypeError):
+        pass
+    details = dict(metric=metric, shrink_factors=facs, initial_metric=initial_metric,
+                   final_metric=float(R.GetMetricValue()),
+                   optimizer_iterations=int(R.GetOptimizerIteration()),
+                   stop=R.GetOptimizerStopConditionDescription(),
+                   seconds=time.perf_counter() - t0)
+    try:
+        details['matrix'] = [float(v) for v in tx.GetMatrix()]
+        details['translation'] = [float(v) for v in tx.GetTranslation()]
+        details['center'] = [float(v) for v in tx.GetCenter()]
+    except AttributeError:
+        details['parameters'] = [float(v) for v in tx.GetParameters()]
+    return tx, details
+
+
+# --------------------------------------------------------------------------- the pair
+
+def load_pair(fixed_path, moving_path, affine=False, mType=ca.MEM_HOST, mask_path=None,
+              normalize=True, affine_metric='mattes', info=None):
+    """(fixed, moving, mask): the fixed image, the moving image on the fixed
+    grid (world coordinates; affinely pre-aligned with ``affine=True``), both
+    intensity-normalised to [0, 1], and the 0/1 mask on the fixed grid (or
+    None), all Image3D in ``mType`` memory. See the module notes."""
+    info = {} if info is None else info
+    fixed = load_image(fixed_path, 'fixed')
+    moving = load_image(moving_path, 'moving')
+    if _is2d(fixed) != _is2d(moving):
+        raise ValueError("fixed image is %s (size %s) but moving image is %s (size %s); "
+                         "give two 2-D or two 3-D images"
+                         % ('2-D' if _is2d(fixed) else '3-D', 'x'.join(map(str, fixed.size())),
+                            '2-D' if _is2d(moving) else '3-D', 'x'.join(map(str, moving.size()))))
+    info['fixed_grid'] = _grid_dict(fixed)
+    info['moving_grid'] = _grid_dict(moving)
+
+    mask = None
+    if mask_path is not None:
+        mim = load_image(mask_path, 'mask')
+        if _is2d(mim) != _is2d(fixed):
+            raise ValueError("mask '%s' is %s but the fixed image is %s"
+                             % (mask_path, '2-D' if _is2d(mim) else '3-D', '2-D' if _is2d(fixed) else '3-D'))
+        a = _host_array(mim)
+        mim.asnp()[...] = (np.isfinite(a) & (a != 0)).astype(np.float32)
+        mask = mim if _same_geometry(mim, fixed) else resample_to(mim, fixed, interp='nearest')
+        nin = int(np.count_nonzero(mask.asnp()))
+        if nin == 0:
+            raise ValueError("mask '%s' is empty on the fixed image's grid (no non-zero voxel)"
+                             % mask_path)
+        info['mask_voxels'] = nin
+
+    if normalize:
+        info['fixed_range'] = normalize_intensity(fixed, mask=mask)
+        info['moving_range'] = normalize_intensity(moving)
+
+    tx = None
+    if affine:
+        tx, info['affine'] = affine_align(fixed, moving, metric=affine_metric, mask=mask)
+        info['affine_transform'] = tx
+    if tx is not None or not _same_geometry(moving, fixed):
+        moving = resample_to(moving, fixed, transform=tx)
+        info['resampled'] = True
+    else:
+        info['resampled'] = False
+        d = GetDirection(fixed)
+        SetDirection(moving, d)
+
+    out = []
+    for im in (fixed, moving, mask):
+        if im is not None and mType != ca.MEM_HOST:
+            d = GetDirection(im)
+            im.toType(mType)
+            SetDirection(im, d)
+        out.append(im)
+    return tuple(out)
+
+
+def _grid_dict(im):
+    return dict(size=[int(v) for v in im.size()], spacing=[float(v) for v in im.spacing()],
+                origin=[float(v) for v in im.origin()])

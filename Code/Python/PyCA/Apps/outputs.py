@@ -1,0 +1,479 @@
+"""Writing the results of a registration (the command line's output side).
+
+    summary = write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None)
+
+Files written to ``outdir`` (created if needed), every volume with the fixed
+image's size, spacing, origin and direction:
+
+==================  ==========================================================
+``deformed.nii.gz`` the moving image deformed onto the fixed grid
+``hfield.nii.gz``   the H-field (3-vector NIfTI): for each fixed voxel the
+                    voxel coordinates (x, y, z indices) in the moving image
+                    *as given to the registration*, i.e. already on the fixed
+                    grid (``PyCA.Apps.io.load_pair``); deformed = ApplyH(moving, h)
+``hinv.nii.gz``     its inverse, where the method has one (LDDMM, greedy)
+``momentum.nii.gz`` LDDMM's initial momentum (result.momentum), LDDMM only
+``jacdet.nii.gz``   the Jacobian determinant of h (voxel units: 1 = no change
+                    of volume, <= 0 = folded)
+``summary.png``     one page: images, differences, the deformation grid, the
+                    Jacobian determinant and the energy curve
+``summary.json``    the key numbers (``SUMMARY_KEYS`` and ``extra``)
+==================  ==========================================================
+
+The mismatch is the mean squared intensity difference with the fixed image
+(inside ``mask`` when given), on the full-resolution fixed grid: initial =
+moving, final = deformed; ``mismatch_ratio`` = final / initial.
+"""
+import json
+import math
+import numbers
+import os
+
+import numpy as np
+
+import PyCA.Core as ca
+from PyCA.Common import SaveITKImage, SaveITKField, GetDirection
+
+__all__ = ['write_outputs', 'mismatch', 'jacobian_determinant', 'thread_count', 'SUMMARY_KEYS']
+
+SUMMARY_KEYS = ('method', 'initial_mismatch', 'final_mismatch', 'mismatch_ratio', 'jacdet_min',
+                'jacdet_max', 'folded_voxels', 'iterations', 'seconds_per_iter', 'total_seconds',
+                'device', 'threads', 'grid', 'config')
+
+#: the colour of folded voxels (jacdet <= 0) in summary.png
+FOLD_COLOUR = '#00ff00'
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _host_image(im):
+    if im.memType() == ca.MEM_DEVICE:
+        tmp = ca.Image3D(im.grid(), ca.MEM_HOST)
+        ca.Copy(tmp, im)
+        return tmp
+    return im
+
+
+def _host_field(f):
+    if f.memType() == ca.MEM_DEVICE:
+        tmp = ca.Field3D(f.grid(), ca.MEM_HOST)
+        ca.Copy(tmp, f)
+        return tmp
+    return f
+
+
+def _arr(im):
+    return np.array(_host_image(im).asnp(), dtype=np.float64)
+
+
+def _on_fixed_grid(obj, fixed, what):
+    """A host copy of ``obj`` (Image3D or Field3D) carrying ``fixed``'s grid
+    exactly (size must agree)."""
+    if tuple(obj.size()) != tuple(fixed.size()):
+        raise ValueError("write_outputs: %s has size %s, the fixed image %s"
+                         % (what, tuple(obj.size()), tuple(fixed.size())))
+    if isinstance(obj, ca.Field3D):
+        src = _host_field(obj)
+        out = ca.Field3D(fixed.grid(), ca.MEM_HOST)
+        for d, s in zip(out.asnp(), src.asnp()):
+            d[...] = s
+    else:
+        src = _host_image(obj)
+        out = ca.Image3D(fixed.grid(), ca.MEM_HOST)
+        out.asnp()[...] = src.asnp()
+    return out
+
+
+def mismatch(a, b, mask=None):
+    """Mean squared difference of two images (arrays or Image3D), inside
+    ``mask`` (non-zero) when given."""
+    a = _arr(a) if isinstance(a, ca.Image3D) else np.asarray(a, np.float64)
+    b = _arr(b) if isinstance(b, ca.Image3D) else np.asarray(b, np.float64)
+    d2 = (a - b) ** 2
+    if mask is not None:
+        m = (_arr(mask) if isinstance(mask, ca.Image3D) else np.asarray(mask)) != 0
+        d2 = d2[m]
+    return float(np.mean(d2)) if d2.size else float('nan')
+
+
+def jacobian_determinant(h):
+    """det(dh/dx) of an H-field in voxel units (ca.JacDetH): a host Image3D."""
+    hh = _host_field(h)
+    j = ca.Image3D(hh.grid(), ca.MEM_HOST)
+    ca.JacDetH(j, hh)
+    return j
+
+
+def thread_count():
+    """The number of OpenMP threads PyCA computes with."""
+    f = getattr(ca, 'GetNumberOfThreads', None)
+    if f is not None:
+        try:
+            return int(f())
+        except Exception:
+            pass
+    env = os.environ.get('OMP_NUM_THREADS', '').split(',')[0].strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        v = float(v)
+        return v if math.isfinite(v) else None
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (ca.Vec3Df, ca.Vec3Di)):
+        return [_jsonable(x) for x in v]
+    return str(v)
+
+
+def _grid_dict(g):
+    return dict(size=[int(v) for v in g.size()], spacing=[float(v) for v in g.spacing()],
+                origin=[float(v) for v in g.origin()])
+
+
+# --------------------------------------------------------------------------- the page
+
+def _planes(size):
+    """[(name, axis, index)] of the slices shown: z (axial), y (coronal),
+    x (sagittal) through the middle; 2-D: the one z plane."""
+    sx, sy, sz = size
+    if sz == 1:
+        return [('2-D', 2, 0)]
+    return [('axial z=%d' % (sz // 2), 2, sz // 2), ('coronal y=%d' % (sy // 2), 1, sy // 2),
+            ('sagittal x=%d' % (sx // 2), 0, sx // 2)]
+
+
+def _slice(a, axis, k):
+    """The plane of a (x, y, z) array, oriented for imshow(origin='lower'):
+    rows = the vertical axis (y for axial, z otherwise)."""
+    s = np.take(a, k, axis=axis)
+    return s.T  # axial (x, y) -> rows y; coronal (x, z) -> rows z; sagittal (y, z) -> rows z
+
+
+def _plane_axes(axis):
+    return {2: (0, 1), 1: (0, 2), 0: (1, 2)}[axis]  # (horizontal, vertical) world axes
+
+
+def _extent(grid, axis):
+    u, v = _plane_axes(axis)
+    sp, org, n = tuple(grid.spacing()), tuple(grid.origin()), tuple(grid.size())
+    return [org[u] - sp[u] / 2, org[u] + (n[u] - 0.5) * sp[u],
+            org[v] - sp[v] / 2, org[v] + (n[v] - 0.5) * sp[v]]
+
+
+def _coords(grid, axis):
+    u, v = _plane_axes(axis)
+    sp, org, n = tuple(grid.spacing()), tuple(grid.origin()), tuple(grid.size())
+    return org[u] + sp[u] * np.arange(n[u]), org[v] + sp[v] * np.arange(n[v])
+
+
+def _fmt(v, nd=3):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return 'n/a'
+    if isinstance(v, numbers.Integral):
+        return str(v)
+    return '%.*g' % (nd, v)
+
+
+def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, title):
+    # a Figure with an Agg canvas: no pyplot, no display, the caller's backend untouched
+    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import TwoSlopeNorm, ListedColormap
+
+    g = fixed.grid()
+    F, M, D = _arr(fixed), _arr(moving), _arr(deformed)
+    J = np.array(jac.asnp(), np.float64)
+    H = [np.array(c, np.float64) for c in _host_field(h).asnp()]
+    Mk = None if mask is None else (_arr(mask) != 0)
+    dm, dd = np.abs(F - M), np.abs(F - D)
+    lo, hi = np.percentile(np.concatenate([F.ravel(), M.ravel()]), [0.5, 99.5])
+    if not hi > lo:
+        lo, hi = float(min(F.min(), M.min())), float(max(F.max(), M.max()) + 1e-6)
+    dmax = float(np.percentile(dm, 99.5)) or float(dm.max()) or 1.0
+    jmin, jmax = float(np.nanmin(J)), float(np.nanmax(J))
+    span_lo = min(max(1.0 - jmin, 0.05), 1.0)
+    span_hi = max(jmax - 1.0, 0.05)
+    jnorm = TwoSlopeNorm(vmin=1.0 - span_lo, vcenter=1.0, vmax=1.0 + span_hi)
+    fold_cmap = ListedColormap([FOLD_COLOUR])
+    planes = _planes(tuple(g.size()))
+    is2d = len(planes) == 1
+
+    fig = Figure(figsize=(16, 10), dpi=100, layout='constrained')
+    FigureCanvasAgg(fig)
+    fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02, wspace=0.01, hspace=0.02)
+    cb = 0.06  # width ratio of a colour-bar column
+    if is2d:
+        # row 0: fixed, moving, |f - m|, [bar], numbers; row 1: grid, deformed, |f - d|, [bar], det J, [bar]
+        gs = fig.add_gridspec(3, 6, width_ratios=[1, 1, 1, cb, 1, cb], height_ratios=[1, 1, 0.72])
+        cells = {'fixed': gs[0, 0], 'moving': gs[0, 1], 'dm': gs[0, 2],
+                 'grid': gs[1, 0], 'deformed': gs[1, 1], 'dd': gs[1, 2], 'jac': gs[1, 4]}
+        rows = [(planes[0], cells)]
+        cb_cells = {'dd': gs[0:2, 3], 'jac': gs[1, 5]}
+        energy_cell, text_cell = gs[2, :], gs[0, 4:]
+    else:
+        # one row per plane: fixed, moving, deformed, |f - m|, |f - d|, [bar], grid, det J, [bar]
+        gs = fig.add_gridspec(4, 9, width_ratios=[1, 1, 1, 1, 1, cb, 1, 1, cb],
+                              height_ratios=[1, 1, 1, 0.95])
+        cols = {'fixed': 0, 'moving': 1, 'deformed': 2, 'dm': 3, 'dd': 4, 'grid': 6, 'jac': 7}
+        rows = [(p, {n: gs[r, c] for n, c in cols.items()}) for r, p in enumerate(planes)]
+        cb_cells = {'dd': gs[1, 5], 'jac': gs[1, 8]}
+        energy_cell, text_cell = gs[3, 0:5], gs[3, 5:]
+
+    col_titles = {
+        'fixed': 'fixed\n%s' % ('(mask outlined)' if Mk is not None else ''),
+        'moving': 'moving\nMSE %s' % _fmt(summary['initial_mismatch']),
+        'deformed': 'deformed\nMSE %s' % _fmt(summary['final_mismatch']),
+        'dm': '|fixed - moving|\n(same colour scale)',
+        'dd': '|fixed - deformed|\nMSE ratio %s' % _fmt(summary['mismatch_ratio']),
+        'grid': 'deformation grid\n(lines of h) on deformed',
+        'jac': 'det J  [%s, %s]\n%d folded voxel%s' % (_fmt(jmin), _fmt(jmax), summary['folded_voxels'],
+                                                      '' if summary['folded_voxels'] == 1 else 's'),
+    }
+    maps = {}
+    for r, ((pname, axis, k), cells) in enumerate(rows):
+        ext = _extent(g, axis)
+        for name, cell in cells.items():
+            ax = fig.add_subplot(cell)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if name in ('fixed', 'moving', 'deformed', 'grid'):
+                src = {'fixed': F, 'moving': M, 'deformed': D, 'grid': D}[name]
+                ax.imshow(_slice(src, axis, k), cmap='gray', vmin=lo, vmax=hi, origin='lower',
+                          extent=ext, interpolation='nearest')
+                if name == 'fixed' and Mk is not None and Mk.any() and not Mk.all():
+                    xs, ys = _coords(g, axis)
+                    sl = _slice(Mk.astype(float), axis, k)
+                    if 0 < sl.sum() < sl.size:
+                        ax.contour(xs, ys, sl, levels=[0.5], colors='deepskyblue', linewidths=0.8)
+                if name == 'grid':
+                    _draw_grid(ax, g, H, axis, k)
+            elif name in ('dm', 'dd'):
+                src = dm if name == 'dm' else dd
+                maps['dd'] = ax.imshow(_slice(src, axis, k), cmap='magma', vmin=0.0, vmax=dmax,
+                                       origin='lower', extent=ext, interpolation='nearest')
+            elif name == 'jac':
+                maps['jac'] = ax.imshow(_slice(J, axis, k), cmap='RdBu_r', norm=jnorm, origin='lower',
+                                        extent=ext, interpolation='nearest')
+                fold = _slice((J <= 0) | ~np.isfinite(J), axis, k)
+                if fold.any():
+                    ax.imshow(np.ma.masked_where(~fold, fold.astype(float)), cmap=fold_cmap,
+                              origin='lower', extent=ext, interpolation='nearest', vmin=0, vmax=1)
+            ax.set_xlim(ext[0], ext[1])
+            ax.set_ylim(ext[2], ext[3])
+            if r == 0:
+                ax.set_title(col_titles[name], fontsize=9)
+            if name == 'fixed' and not is2d:
+                ax.set_ylabel(pname, fontsize=10)
+    for name, label in (('dd', '|difference|'), ('jac', 'det J')):
+        cax = fig.add_subplot(cb_cells[name])
+        bar = fig.colorbar(maps[name], cax=cax)
+        bar.ax.tick_params(labelsize=7)
+        bar.set_label(label, fontsize=8)
+        if name == 'jac' and summary['folded_voxels']:
+            bar.ax.set_title('folds', color='green', fontsize=7)
+
+    _draw_energy(fig.add_subplot(energy_cell), result)
+    _draw_text(fig.add_subplot(text_cell), summary, 11 if is2d else 10)
+
+    head = title or ('PyCA %s registration' % str(summary['method']).upper())
+    numbers_line = ('mismatch %s -> %s (ratio %s),  min det J %s,  %d folded voxels,  '
+                    '%d iterations in %.3g s (%s)'
+                    % (_fmt(summary['initial_mismatch']), _fmt(summary['final_mismatch']),
+                       _fmt(summary['mismatch_ratio']), _fmt(jmin), summary['folded_voxels'],
+                       summary['iterations'], summary['total_seconds'] or 0.0, summary['device']))
+    sep = ':  ' if len(head) + len(numbers_line) <= 150 else '\n'
+    fig.suptitle(head + sep + numbers_line, fontsize=12 if sep != '\n' else 11, fontweight='bold')
+    fig.savefig(path, dpi=100, format='png')
+
+
+def _draw_grid(ax, g, H, axis, k):
+    """Lines of the H-field in the slice: where an in-plane component of h
+    (moving voxel coordinates) is a multiple of the step, i.e. the moving
+    image's regular grid as it appears in the deformed image."""
+    u, v = _plane_axes(axis)
+    xs, ys = _coords(g, axis)
+    n = tuple(g.size())
+    step = max(1, int(round(max(n[u], n[v]) / 16.0)))
+    for comp, colour in ((u, '#ffcc00'), (v, '#ff8800')):
+        c = _slice(H[comp], axis, k)
+        if not np.isfinite(c).all() or c.max() - c.min() < 1e-6:
+            continue
+        levels = np.arange(math.ceil(c.min() / step) * step, c.max() + 1e-9, step)
+        if levels.size == 0 or levels.size > 200:
+            continue
+        ax.contour(xs, ys, c, levels=levels, colors=colour, linewidths=0.7)
+
+
+def _draw_energy(ax, result):
+    E = np.asarray(result.energy, np.float64)
+    it = np.arange(1, E.size + 1)
+    if E.size == 0:
+        ax.text(0.5, 0.5, 'no energy recorded', ha='center', va='center', transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    ax.plot(it, E, color='black', lw=1.6, label='total')
+    terms = result.energy_terms or {}
+    colours = {'image': 'tab:blue', 'reg': 'tab:red'}
+    shown = [E]
+    for name, vals in terms.items():
+        vals = np.asarray(vals, np.float64)
+        if vals.size == E.size and np.any(vals != 0) and not np.allclose(vals, E):
+            ax.plot(it, vals, lw=1.0, ls='--', color=colours.get(name), label=name)
+            shown.append(vals)
+    finite = np.concatenate(shown)
+    finite = finite[np.isfinite(finite)]
+    if finite.size and finite.min() > 0 and finite.max() / finite.min() > 20:
+        ax.set_yscale('log')
+    sc = list(result.scale_of_iter or [])
+    if len(sc) == E.size and sc:
+        starts = [0] + [i for i in range(1, len(sc)) if sc[i] != sc[i - 1]]
+        for s in starts:
+            if s > 0:
+                ax.axvline(s + 0.5, color='gray', ls=':', lw=1.2)
+            ax.text(s + 1, 0.98, ' scale %s' % sc[s], transform=ax.get_xaxis_transform(),
+                    va='top', ha='left', fontsize=8, color='dimgray')
+    ax.set_xlabel('iteration (all scales)', fontsize=9)
+    ax.set_ylabel('energy', fontsize=9)
+    ax.set_title('energy: %s -> %s' % (_fmt(E[0], 4), _fmt(E[-1], 4)), fontsize=10)
+    ax.set_xlim(0.5, max(E.size, 1) + 0.5)
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=8, loc='upper right', framealpha=0.8)
+
+
+def _draw_text(ax, s, fontsize=10):
+    ax.set_axis_off()
+    gr = s['grid']
+    rows = [
+        ('method', str(s['method'])),
+        ('grid', '%s voxels' % 'x'.join(str(v) for v in gr['size'])),
+        ('spacing / origin', '%s / %s' % (' '.join(_fmt(v) for v in gr['spacing']),
+                                          ' '.join(_fmt(v) for v in gr['origin']))),
+        ('mismatch (MSE)', '%s -> %s%s' % (_fmt(s['initial_mismatch'], 4), _fmt(s['final_mismatch'], 4),
+                                           ' (in mask)' if s.get('mask_voxels') else '')),
+        ('mismatch ratio', _fmt(s['mismatch_ratio'], 4)),
+        ('det J', 'min %s  max %s' % (_fmt(s['jacdet_min'], 4), _fmt(s['jacdet_max'], 4))),
+        ('folded voxels', '%d (%.3g %%)' % (s['folded_voxels'], s.get('folded_percent', 0.0))),
+        ('iterations', '%d,  %.3g s/iter,  %.3g s' % (s['iterations'], s['seconds_per_iter'] or 0,
+                                                      s['total_seconds'] or 0)),
+        ('device', '%s, %d thread%s' % (s['device'], s['threads'], '' if s['threads'] == 1 else 's')),
+    ]
+    extra = s.get('_extra') or {}
+    for k, v in sorted(extra.items()):  # scalars of ``extra``, then its error-like dicts
+        if isinstance(v, (numbers.Real, str)) and not isinstance(v, bool):
+            rows.append((str(k)[:24], _fmt(v, 4) if isinstance(v, numbers.Real) else v[:40]))
+    for k, v in sorted(extra.items()):
+        if isinstance(v, dict) and 'error' in str(k).lower():
+            items = [(a, b) for a, b in v.items() if isinstance(b, numbers.Real) and not isinstance(b, bool)]
+            if items:
+                rows.append((str(k)[:24], ', '.join('%s %s' % (a, _fmt(b)) for a, b in items[:3])))
+    rows = rows[:14]
+    w = max(len(k) for k, _ in rows)
+    text = '\n'.join('%-*s  %s' % (w, k, v) for k, v in rows)
+    text += '\n\ndet J: blue < 1 (shrinks), red > 1 (grows),\n       green <= 0 (folded)'
+    ax.text(0.02, 0.98, text, transform=ax.transAxes, fontsize=fontsize, va='top', ha='left',
+            family='monospace', linespacing=1.45,
+            bbox=dict(boxstyle='round,pad=0.6', facecolor='#f4f4f4', edgecolor='#cccccc'))
+
+
+# --------------------------------------------------------------------------- entry point
+
+def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None):
+    """Writes deformed / hfield / [hinv] / [momentum] / jacdet NIfTI files,
+    summary.png and summary.json to ``outdir`` (see the module notes) and
+    returns the summary dict. ``fixed`` and ``moving`` are the images given
+    to the registration (the moving one on the fixed grid); ``mask`` (0/1 on
+    the fixed grid) restricts the mismatch; ``extra`` entries are added to
+    the summary; ``title`` heads the page."""
+    outdir = os.fspath(outdir)
+    os.makedirs(outdir, exist_ok=True)
+    direction = GetDirection(fixed)
+    fixed_h = _on_fixed_grid(fixed, fixed, 'the fixed image')
+    moving_h = _on_fixed_grid(moving, fixed, 'the moving image')
+    h = _on_fixed_grid(result.h, fixed, 'result.h')
+    if result.deformed is not None and tuple(result.deformed.size()) == tuple(fixed.size()):
+        deformed = _on_fixed_grid(result.deformed, fixed, 'result.deformed')
+    else:  # recompute at full resolution
+        deformed = ca.Image3D(fixed.grid(), ca.MEM_HOST)
+        ca.ApplyH(deformed, moving_h, h)
+    mask_h = None if mask is None else _on_fixed_grid(mask, fixed, 'the mask')
+
+    files = {}
+
+    def out(name):
+        p = os.path.join(outdir, name)
+        files[name.split('.')[0]] = p
+        return p
+
+    SaveITKImage(deformed, out('deformed.nii.gz'), True, direction=direction)
+    SaveITKField(h, out('hfield.nii.gz'), True, direction=direction)
+    if getattr(result, 'hinv', None) is not None and tuple(result.hinv.size()) == tuple(fixed.size()):
+        SaveITKField(_on_fixed_grid(result.hinv, fixed, 'result.hinv'), out('hinv.nii.gz'), True,
+                     direction=direction)
+    if getattr(result, 'momentum', None) is not None:
+        SaveITKField(_on_fixed_grid(result.momentum, fixed, 'result.momentum'), out('momentum.nii.gz'),
+                     True, direction=direction)
+    jac = jacobian_determinant(h)
+    SaveITKImage(jac, out('jacdet.nii.gz'), True, direction=direction)
+
+    J = np.asarray(jac.asnp())
+    folded = int(np.count_nonzero((J <= 0) | ~np.isfinite(J)))
+    m0 = mismatch(fixed_h, moving_h, mask_h)
+    m1 = mismatch(fixed_h, deformed, mask_h)
+    summary = dict(
+        method=result.method,
+        initial_mismatch=m0,
+        final_mismatch=m1,
+        mismatch_ratio=(m1 / m0) if m0 > 0 else (0.0 if m1 == 0 else float('inf')),
+        jacdet_min=float(np.nanmin(J)), jacdet_max=float(np.nanmax(J)),
+        folded_voxels=folded,
+        folded_percent=100.0 * folded / J.size,
+        iterations=int(result.iterations),
+        seconds_per_iter=float(result.seconds_per_iter),
+        total_seconds=float(result.seconds),
+        device=str(result.device),
+        threads=thread_count(),
+        grid=_grid_dict(fixed.grid()),
+        direction=list(direction) if direction is not None else None,
+        hfield_units='voxel indices (x, y, z) of the moving image resampled on the fixed grid',
+        config=_jsonable(result.config or {}),
+        energy_first=float(result.energy[0]) if result.energy else None,
+        energy_last=float(result.energy[-1]) if result.energy else None,
+    )
+    if mask_h is not None:
+        summary['mask_voxels'] = int(np.count_nonzero(mask_h.asnp()))
+    extra = dict(extra or {})
+    summary.update(extra)
+    summary['_extra'] = extra
+    png = out('summary.png')
+    files['summary_json'] = os.path.join(outdir, 'summary.json')
+    files['summary_png'] = files.pop('summary')
+    _draw_summary(png, fixed_h, moving_h, deformed, h, jac, mask_h, result, summary, title)
+    del summary['_extra']
+    summary['files'] = dict(files)
+    data = _jsonable(summary)
+    tmp = files['summary_json'] + '.tmp-%d' % os.getpid()
+    with open(tmp, 'w') as f:
+        json.dump(data, f, indent=2, allow_nan=False)
+        f.write('\n')
+    os.replace(tmp, files['summary_json'])
+    return data
