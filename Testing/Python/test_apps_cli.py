@@ -157,7 +157,11 @@ def _check_summary(outdir, method, fixed_path, iterations):
     for k in SUMMARY_KEYS:
         assert k in s, k
     assert s['method'] == method
-    assert s['iterations'] == iterations
+    if method == 'lddmm':
+        # LDDMM ends a scale early once no step lowers the energy
+        assert 1 <= s['iterations'] <= iterations
+    else:
+        assert s['iterations'] == iterations
     assert s['initial_mismatch'] > 0
     assert 0 <= s['mismatch_ratio'] < 1
     assert s['final_mismatch'] == pytest.approx(s['mismatch_ratio'] * s['initial_mismatch'], rel=1e-6)

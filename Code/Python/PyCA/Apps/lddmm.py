@@ -56,8 +56,11 @@ DEFAULTS = {
     'alpha': 400.0,             # L = -alpha lap - beta grad div + gamma (physical units: mm^2);
     'beta': 0.0,                #   sqrt(alpha/gamma) = 20 mm is the smoothing length of K
     'gamma': 1.0,
-    'step': 0.2,                # initial gradient-descent step on the momentum
-    'min_step': 1e-4,           # stop a scale when the step has been halved below this
+    'step': 0.0,                # initial gradient-descent step on the momentum; 0 = automatic:
+                                #   the first step of each scale moves by at most init_disp voxels
+    'init_disp': 0.5,           # (voxels) the automatic first step's largest velocity change
+    'min_step': 1e-3,           # stop a scale when the step has been halved below this
+                                #   fraction of its first value
     'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
     'max_step': 1.0,            # ... up to this
     'inverse_iters': 2,         # UpdateInverse fixed-point iterations per time step
@@ -341,13 +344,14 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
             prev_m0 = ca.Field3D(grid, mType)
             prev_dir = ca.Field3D(grid, mType)
             step = cfg['step']
+            first_step = step if step > 0 else None
             best = None
             it = 0
             while it < nit:
                 sh.shoot(m0)
                 e_img, e_reg = sh.energy(m0, I0, I1, deformed)
                 e = e_img + e_reg
-                if best is not None and e > best and step > cfg['min_step']:
+                if best is not None and e > best and step > cfg['min_step'] * first_step:
                     # the step overshot: go back and take half of it
                     step *= 0.5
                     ca.Copy(m0, prev_m0)
@@ -375,6 +379,12 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
                 sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
                 ca.Copy(prev_m0, m0)
                 ca.Sub(prev_dir, m0, grad)                       # descent direction m0 - L m_hat
+                if step <= 0:
+                    # automatic first step: K(direction) moves by init_disp voxels at most
+                    kernel.applyInverseOperator(grad, prev_dir)
+                    vmax = ca.LInf(grad) / min(sh.sp[d] for d in range(3) if grid.size()[d] > 1)
+                    step = cfg['init_disp'] / vmax if vmax > 0 else cfg['max_step']
+                    step = first_step = min(step, cfg['max_step'])
                 ca.Add_MulC_I(m0, prev_dir, -step)
             if nit == 0:
                 sh.shoot(m0)
