@@ -30,7 +30,17 @@ Rows:
     MultiscaleResampler(Gauss)CPU.downsampleImage 256^3 -> 128^3 vs SciPy;
   * GPU rows (only with a CUDA device): Copy/Add/fused/reductions, ApplyH,
     Gradient, ComposeHH at 256^3, Splat at 128^3 (also with values x 1e4),
-    each beside the same call on host memory.
+    each beside the same call on host memory;
+  * registration apps: "LDDMM iteration 128^3 (10 steps)", one iteration of
+    PyCA.Apps.lddmm (shoot + energy + adjoint gradient) on the CPU, and its
+    profile ("->" lines: the share of the iteration's time in FFTs, in
+    interpolation, in splatting and in the rest, from wrappers timing every
+    PyCA.Core call and the FluidKernelFFT methods); "demo pair vs ANTs SyN",
+    the demo's problem (MNI 2 mm + the phantom warp) registered by our greedy
+    and LDDMM (defaults) beside ants.registration(type_of_transform='SyN'),
+    each with wall time, mismatch ratio, the error of the recovered H-field
+    against the known one (mm, in the brain) and its Jacobian determinant
+    (antspyx optional: without it the rows have no peer and say so).
 
 Before a peer is timed its result is compared with ours (max |diff| over the
 range of ours; tolerance 1e-5 unless the note states another); a disagreement
@@ -39,7 +49,7 @@ our OpenMP thread count (OMP_NUM_THREADS, else the CPUs we may use): torch's
 set_num_threads and SimpleITK's global default thread count; SciPy is serial.
 Rows whose operator, or whose peer (torch, SimpleITK, scipy), is missing are
 skipped with a note. --only SUBSTR runs the rows whose name contains SUBSTR
-(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage).
+(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage, LDDMM, ANTs).
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
 """
@@ -1172,6 +1182,368 @@ def bench_filters(rows, reps, only, nthreads):
 # ---- end of the filters and multiscale section ------------------------------
 
 
+# ---------------------------------------------------------------------------
+# Registration apps (PyCA.Apps): one LDDMM iteration at 128^3 with its
+# operator profile, and the demo pair (MNI 2 mm + phantom) beside ANTs SyN.
+# ---------------------------------------------------------------------------
+
+LDDMM_ITER_LABEL = 'LDDMM iteration 128^3 (10 steps)'
+DEMO_ANTS_LABEL = 'demo pair vs ANTs SyN'
+
+#: Profile groups of the operators an LDDMM iteration calls (by PyCA.Core name;
+#: FluidKernelFFT methods are named 'FluidKernelFFT.<method>').
+PROFILE_GROUPS = (
+    ('FFT (fluid kernel K / L)', lambda n: n.startswith('FluidKernelFFT.')),
+    ('interpolation (ApplyH/V, Compose*, CoAd, Ad, UpdateInverse)',
+     lambda n: n in ('ApplyH', 'ApplyV', 'ApplyVInv', 'ComposeHH', 'ComposeHV', 'ComposeVH',
+                     'ComposeHVInv', 'ComposeVInvH', 'CoAd', 'Ad', 'UpdateInverse',
+                     'FixedPointInverse', 'Resample', 'ResampleH', 'ResampleV', 'ResampleWorld')),
+    ('splatting (Splat*)', lambda n: n.startswith('Splat')),
+    ('rest (pointwise, reductions, differences: AdInf, CoAdInf, Gradient, ...)', lambda n: True),
+)
+
+
+class OpProfiler:
+    """Wraps every public function of the PyCA.Core module object and the
+    applyOperator / applyInverseOperator methods of the FluidKernelFFT classes
+    while active (a ``with`` block), timing each call with perf_counter. The
+    time of a call minus that of the wrapped calls it makes is its own time
+    (``own``), so the sums never count a nested call twice. The apps look the
+    operators up as ``ca.<name>`` at each call, so they see the wrappers."""
+
+    KERNEL_METHODS = ('applyInverseOperator', 'applyOperator')
+
+    def __init__(self):
+        self.own, self.calls, self._stack, self._saved = {}, {}, [], []
+
+    def _wrap(self, name, fn):
+        prof = self
+
+        def timed(*a, **k):
+            prof._stack.append(0.0)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                dt = time.perf_counter() - t0
+                child = prof._stack.pop()
+                prof.own[name] = prof.own.get(name, 0.0) + dt - child
+                prof.calls[name] = prof.calls.get(name, 0) + 1
+                if prof._stack:
+                    prof._stack[-1] += dt
+        timed.__wrapped__ = fn
+        return timed
+
+    def __enter__(self):
+        import types
+        for name in dir(ca):
+            obj = getattr(ca, name)
+            if name.startswith('_') or not isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+                continue
+            self._saved.append((ca, name, obj))
+            setattr(ca, name, self._wrap(name, obj))
+        for cls_name in ('FluidKernelFFTCPU', 'FluidKernelFFTGPU'):
+            cls = getattr(ca, cls_name, None)
+            if cls is None:
+                continue
+            for meth in self.KERNEL_METHODS:
+                fn = getattr(cls, meth, None)
+                if fn is None:
+                    continue
+                # None: inherited, so the wrapper is deleted again afterwards
+                self._saved.append((cls, meth, cls.__dict__.get(meth)))
+                setattr(cls, meth, self._wrap('FluidKernelFFT.' + meth, fn))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, obj in reversed(self._saved):
+            if obj is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, obj)
+        self._saved = []
+        return False
+
+    def groups(self):
+        """[(group, seconds, calls, [(op, seconds, calls), ...])] in PROFILE_GROUPS order."""
+        out = [[g, 0.0, 0, []] for g, _ in PROFILE_GROUPS]
+        for name in sorted(self.own, key=lambda n: -self.own[n]):
+            for i, (_, test) in enumerate(PROFILE_GROUPS):
+                if test(name):
+                    out[i][1] += self.own[name]
+                    out[i][2] += self.calls[name]
+                    out[i][3].append((name, self.own[name], self.calls[name]))
+                    break
+        return [tuple(o) for o in out]
+
+
+def _unit_image(arr):
+    a = np.asarray(arr, np.float64)
+    return ((a - a.min()) / (a.max() - a.min())).astype(np.float32)
+
+
+def bench_lddmm_iteration(rows, reps, nthreads, n=128):
+    """One LDDMM iteration (the geodesic shooting forward, its energy, the
+    adjoint backward: PyCA.Apps.lddmm.Shooter shoot + energy + gradient, 10
+    time steps, Euler, the DEFAULTS' kernel) at 128^3 on the CPU: the median
+    over a few iterations, then one profiled iteration (OpProfiler)."""
+    try:
+        from PyCA.Apps import lddmm
+        from PyCA.Apps import phantom
+        from PyCA.Apps._common import make_fluid_kernel, ensure_thread_memory_manager
+    except ImportError as e:
+        print('(%s skipped: %s)' % (LDDMM_ITER_LABEL, e), flush=True)
+        return
+    T = 10
+    cfg = dict(lddmm.DEFAULTS)
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0))
+    rng = np.random.default_rng(12)
+    fixed = new_image(grid, _unit_image(smooth_image(n, rng, noise=0.0)))
+    psi, _ = phantom.random_deformation(grid, max_disp_mm=4.0, smoothness_mm=12.0, seed=3)
+    moving = ca.Image3D(grid, ca.MEM_HOST)
+    ca.ApplyH(moving, fixed, psi)
+    del psi
+    ensure_thread_memory_manager(grid, ca.MEM_HOST)
+    try:
+        shooter_cls = getattr(lddmm, 'Shooter', None)
+        if shooter_cls is not None:
+            kernel = make_fluid_kernel(grid, ca.MEM_HOST, cfg['alpha'], cfg['beta'], cfg['gamma'])
+            sh = shooter_cls(grid, ca.MEM_HOST, kernel, T, cfg.get('integrator', 'euler'),
+                             cfg['sigma'], cfg.get('inverse_iters', 3))
+            I0, I1 = moving, fixed          # lddmm_register: I0 = moving, I1 = fixed
+            m0, grad = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST)
+            deformed = ca.Image3D(grid, ca.MEM_HOST)
+            ca.SetToZero(m0)
+
+            def iteration():
+                sh.shoot(m0)
+                sh.energy(m0, I0, I1, deformed)
+                sh.gradient(I0, deformed, I1, grad)
+            iteration()
+            # a non-zero momentum: one gradient step from 0 (m0 <- step * L m_hat)
+            ca.Copy(m0, grad)
+            ca.MulC_I(m0, float(cfg['step']))
+            what = 'Shooter.shoot + energy + gradient'
+        else:
+            def iteration():
+                lddmm.lddmm_register(fixed, moving, scales=[1], iters=[1], nsteps=T, quiet=True,
+                                     device='cpu')
+            what = 'lddmm_register(scales=[1], iters=[1]) (set-up included: no Shooter)'
+        k = max(3, min(reps, 5))
+        ours = median_time(iteration, k, warmup=1)
+        with OpProfiler() as prof:
+            t0 = time.perf_counter()
+            iteration()
+            t_prof = time.perf_counter() - t0
+    finally:
+        ca.ThreadMemoryManager.destroy()
+    groups = prof.groups()
+    total_own = sum(g[1] for g in groups)
+    row = rows.add(LDDMM_ITER_LABEL, '%d^3' % n, ours, None, '-',
+                   '%s, median of %d; alpha %g, beta %g, gamma %g, sigma %g, Euler, inverse_iters %d'
+                   % (what, k, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg['sigma'],
+                      cfg.get('inverse_iters', 3)),
+                   common='%d threads (CPU)' % nthreads)
+    prof_rows = []
+    for gname, secs, calls, ops in groups:
+        share = 100.0 * secs / t_prof if t_prof > 0 else 0.0
+        top = ', '.join('%s %.0f ms/%d' % (o, s * 1e3, c) for o, s, c in ops[:6])
+        rows.derive('LDDMM profile: %s' % gname.split(' (')[0], share, '%',
+                    'LDDMM iteration profile: %-12s %5.1f%% (%7.1f ms, %4d calls)%s'
+                    % (gname.split(' (')[0], share, secs * 1e3, calls, ': ' + top if top else ''))
+        prof_rows.append(dict(group=gname, seconds=secs, share_pct=share, calls=calls,
+                              ops=[dict(op=o, seconds=s, calls=c) for o, s, c in ops]))
+    rows.derive('LDDMM profile: operator time / iteration time', 100.0 * total_own / t_prof, '%',
+                'LDDMM iteration profile: the operators\' own times sum to %.1f ms of the profiled '
+                'iteration\'s %.1f ms (%.1f%%; the rest is Python between the calls and allocation); '
+                'unprofiled median %.1f ms' % (total_own * 1e3, t_prof * 1e3, 100.0 * total_own / t_prof,
+                                               ours[0] * 1e3))
+    row['profile'] = dict(profiled_iteration_s=t_prof, operators_own_s=total_own, groups=prof_rows)
+
+
+def _ants_hfield(ants, fixed_ants, transforms, size, pad=32):
+    """The H-field (voxel indices of the moving image at each fixed voxel) of
+    an ANTs forward transform list: apply_transforms of the three index images
+    (value = voxel index along x, y or z of the moving grid, which is the
+    fixed grid here) onto the fixed grid. Linear interpolation reproduces a
+    linear function exactly, so no LPS/RAS or physical-coordinate conversion
+    enters: ANTs maps the points in its own conventions. The index images
+    extend ``pad`` voxels beyond the grid on every side (indices -pad ..
+    n - 1 + pad), so points the transform maps just outside the image still
+    get their coordinates; a point mapped farther out gets a value below
+    -pad - 1 (the default value -1e6 blended in)."""
+    D = np.asarray(fixed_ants.direction, np.float64).reshape(3, 3)
+    sp = np.asarray(fixed_ants.spacing, np.float64)
+    org = np.asarray(fixed_ants.origin, np.float64) - D.dot(pad * sp)
+    idx = np.indices(tuple(s + 2 * pad for s in size), dtype=np.float32) - np.float32(pad)
+    out = []
+    for d in range(3):
+        src = ants.from_numpy(np.ascontiguousarray(idx[d]), origin=tuple(org), spacing=tuple(sp),
+                              direction=D)
+        w = ants.apply_transforms(fixed_ants, src, transformlist=transforms, interpolator='linear',
+                                  defaultvalue=-1e6)
+        out.append(w.numpy())
+    return out
+
+
+def _ants_check_translation(ants, fixed_ants, size, spacing):
+    """Verifies _ants_hfield on a known transform: a translation t (mm, ITK
+    physical space) maps fixed voxel i to moving voxel i + D^T t / spacing
+    (D: the direction matrix). Returns the max error in voxels."""
+    import tempfile
+    t = np.array([3.0, -5.0, 2.5])
+    tx = ants.create_ants_transform(transform_type='AffineTransform', dimension=3,
+                                    matrix=np.eye(3), translation=list(t))
+    with tempfile.TemporaryDirectory() as td:
+        p = os.path.join(td, 'shift.mat')
+        ants.write_transform(tx, p)
+        h = _ants_hfield(ants, fixed_ants, [p], size)
+    D = np.asarray(fixed_ants.direction, np.float64).reshape(3, 3)
+    want = D.T.dot(t) / np.asarray(spacing, np.float64)
+    idx = np.indices(tuple(size), dtype=np.float64)
+    sl = tuple(slice(4, s - 4) for s in size)
+    return max(float(np.abs(h[d][sl] - idx[d][sl] - want[d]).max()) for d in range(3))
+
+
+def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
+    """The demo's problem (MNI template at 2 mm, moving = the phantom warp,
+    seed 0) registered by our greedy and LDDMM (their defaults) and by
+    ants.registration(type_of_transform='SyN') (its defaults: affine stage
+    then SyN, Mattes MI, 40 x 20 x 0 iterations), each: wall time, final /
+    initial mean squared difference in the brain, the error of the recovered
+    H-field against h_true in the brain (mean, p95 mm), min Jacobian
+    determinant and folded voxels of the H-field."""
+    try:
+        from PyCA.Apps import register
+        from PyCA.Apps.demo import make_phantom_pair
+        from PyCA.Apps.phantom import deformation_error
+    except ImportError as e:
+        print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
+        return
+    try:
+        fixed, moving, mask, h_true, pinfo = make_phantom_pair(spacing_mm)
+    except ImportError as e:  # nilearn
+        print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
+        return
+    g = fixed.grid()
+    size = [int(v) for v in g.size()]
+    inside = np.array(mask.asnp()) > 0.5
+    F = np.array(fixed.asnp(), np.float64)
+    msd0 = float(np.mean((np.array(moving.asnp(), np.float64)[inside] - F[inside]) ** 2))
+    common = ('MNI %g mm %s, phantom seed 0 (max %.0f mm, mean %.1f mm in the brain); %d threads; '
+              'quality in the brain mask' % (spacing_mm, 'x'.join(map(str, size)), pinfo['disp_brain_max_mm'],
+                                             pinfo['disp_brain_mean_mm'], nthreads))
+
+    def quality(h, deformed_arr):
+        jac = ca.Image3D(g, ca.MEM_HOST)
+        ca.JacDetH(jac, h)
+        j = np.array(jac.asnp())
+        err = deformation_error(h, h_true, mask)
+        msd = float(np.mean((np.asarray(deformed_arr, np.float64)[inside] - F[inside]) ** 2))
+        return dict(mismatch_ratio=msd / msd0, err_mean_mm=err['mean_mm'], err_p95_mm=err['p95_mm'],
+                    jacdet_min=float(j.min()), folded_voxels=int(np.count_nonzero(j <= 0)))
+
+    def qtext(q):
+        return ('mismatch %.3f, error mean %.2f / p95 %.2f mm, jacdet min %.3f, %d folds'
+                % (q['mismatch_ratio'], q['err_mean_mm'], q['err_p95_mm'], q['jacdet_min'],
+                   q['folded_voxels']))
+
+    results = {}
+    for method in ('greedy', 'lddmm'):
+        t0 = time.perf_counter()
+        r = register(fixed, moving, method=method, quiet=True, device='cpu')
+        wall = time.perf_counter() - t0
+        results[method] = (wall, quality(r.h, r.deformed.asnp()), r.iterations)
+        del r
+        if ca.ThreadMemoryManager.isInitialized():
+            ca.ThreadMemoryManager.destroy()
+
+    ants_res, ants_note = None, ''
+    os.environ['ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS'] = str(nthreads)
+    try:
+        import ants
+    except Exception as e:
+        ants = None
+        ants_note = 'ANTs SyN peer skipped: cannot import ants (pip install antspyx): %s' % e
+        print('(%s)' % ants_note, flush=True)
+    if ants is not None:
+        import tempfile
+        from PyCA.Common import SaveITKImage
+        try:
+            cfg = getattr(ants, 'config', None)
+            if cfg is not None and hasattr(cfg, '_random_seed'):
+                cfg._random_seed = 1    # a fixed seed for the affine stage's sampling (threads kept)
+            with tempfile.TemporaryDirectory() as td:
+                pf, pm = os.path.join(td, 'fixed.nii.gz'), os.path.join(td, 'moving.nii.gz')
+                SaveITKImage(fixed, pf)
+                SaveITKImage(moving, pm)
+                fa, ma = ants.image_read(pf), ants.image_read(pm)
+                if tuple(fa.shape) != tuple(size):
+                    raise RuntimeError('ANTs reads the image as %s, ours is %s' % (fa.shape, size))
+                chk = _ants_check_translation(ants, fa, size, [float(s) for s in g.spacing()])
+                if chk > 1e-3:
+                    rows.warn('%s: the ANTs H-field extraction is off by %.3g voxel on a known '
+                              'translation' % (DEMO_ANTS_LABEL, chk))
+                t0 = time.perf_counter()
+                reg = ants.registration(fa, ma, type_of_transform='SyN', outprefix=os.path.join(td, 'syn_'))
+                wall = time.perf_counter() - t0
+                comps = _ants_hfield(ants, fa, reg['fwdtransforms'], size)
+                nan = int(sum(np.count_nonzero(c < -33.0) for c in comps))
+                if nan:
+                    rows.warn('%s: the ANTs transform maps %d voxel coordinates more than 32 voxels '
+                              'outside the image' % (DEMO_ANTS_LABEL, nan))
+                h = ca.Field3D(g, ca.MEM_HOST)
+                for v, c in zip(h.asnp(), comps):
+                    v[...] = c
+                warped = reg['warpedmovout'].numpy()
+                q = quality(h, warped)
+                # the H-field reproduces ANTs' own warped image (our ApplyH of the moving image)
+                mine = ca.Image3D(g, ca.MEM_HOST)
+                ca.ApplyH(mine, moving, h, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
+                agree = float(np.abs(np.asarray(mine.asnp(), np.float64) - warped)[inside].max())
+                if agree > 1e-3:
+                    rows.warn('%s: ApplyH(moving, ANTs H-field) differs from ANTs\' warped image by %.3g '
+                              'in the brain' % (DEMO_ANTS_LABEL, agree))
+                q['hfield_vs_ants_warped_max_abs'] = agree
+                ants_res = (wall, q)
+                ants_note = ('ANTs SyN (antspyx %s, defaults; its H-field from apply_transforms of index '
+                             'images: exact on a known translation (%.1e voxel), ApplyH(moving, H) matches '
+                             'its warped image to %.1e in the brain)' % (ants.__version__, chk, agree))
+        except Exception as e:  # a broken peer only skips its row
+            rows.warn('%s: ANTs SyN failed: %s' % (DEMO_ANTS_LABEL, str(e).splitlines()[0] if str(e) else e))
+            ants_res = None
+    peer = (ants_res[0], ants_res[0]) if ants_res else None
+    names = {'greedy': 'PyCA greedy (defaults)', 'lddmm': 'PyCA LDDMM (defaults)'}
+    for method in ('greedy', 'lddmm'):
+        wall, q, nit = results[method]
+        note = 'ours: %s (%d iterations)' % (qtext(q), nit)
+        if ants_res:
+            note += '; ANTs: %s' % qtext(ants_res[1])
+        elif ants_note:
+            note += '; %s' % ants_note
+        row = rows.add('%s: %s' % (DEMO_ANTS_LABEL, names[method]), '%gmm' % spacing_mm, (wall, wall), peer,
+                       'ANTs SyN', note, common=common)
+        row['quality'] = q
+        if ants_res:
+            row['peer_quality'] = ants_res[1]
+    if ants_res:
+        row = rows.add('%s: ANTs SyN alone' % DEMO_ANTS_LABEL, '%gmm' % spacing_mm, (ants_res[0], ants_res[0]),
+                       None, '-',
+                       '%s; %s' % (qtext(ants_res[1]), ants_note), common=common)
+        row['quality'] = ants_res[1]
+
+
+def bench_apps(rows, reps, only, nthreads):
+    def want(name):
+        return only is None or only.lower() in name.lower()
+    if want(LDDMM_ITER_LABEL):
+        bench_lddmm_iteration(rows, reps, nthreads)
+    if want(DEMO_ANTS_LABEL):
+        bench_demo_vs_ants(rows, nthreads)
+
+# ---- end of the registration apps section -----------------------------------
+
+
 def bench_cxx(rows, build_dir, reps, only):
     if only is not None and 'alloc' not in only.lower() and 'c++' not in only.lower():
         return
@@ -1221,6 +1593,7 @@ def main():
     bench_gpu(rows, args.size, args.reps, args.only)
     bench_io(rows, args.reps, args.only)
     bench_filters(rows, args.reps, args.only, nthreads)  # filters section
+    bench_apps(rows, args.reps, args.only, nthreads)  # registration apps section
     if rows.warnings:
         print('%d WARNING(S):' % len(rows.warnings))
         for w in rows.warnings:

@@ -52,12 +52,12 @@ __all__ = ['DEFAULTS', 'greedy_register']
 #: config dict / YAML file may hold).
 DEFAULTS = {
     'scales': [4, 2, 1],      # down-sampling factors, coarse to fine
-    'iters': [40, 30, 20],    # iterations per scale (one int is used for every scale)
+    'iters': [60, 40, 30],    # iterations per scale (one int is used for every scale)
     'step': 0.0,              # 0: normalised step of max_step voxels; > 0: legacy multiplier
     'max_step': 0.5,          # largest displacement of one update, in voxels of the level
     'alpha': 1.0,             # L = -alpha lap - beta grad div + gamma
     'beta': 0.0,
-    'gamma': 0.01,            # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
+    'gamma': 0.001,           # smoothing length sqrt(alpha/gamma) = 32 physical units (mm)
     'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     'compute_inverse': True,  # maintain hinv (one extra composition per iteration)
     'inverse_iters': 5,       # final fixed-point polishing iterations of hinv

@@ -47,14 +47,14 @@ __all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
 #: Every parameter of lddmm_register (override with config= or keywords).
 DEFAULTS = {
     'scales': [4, 2, 1],        # down-sampling factors, coarse to fine
-    'iters': [40, 30, 10],      # gradient-descent iterations per scale (one value: every scale)
-    'nsteps': 10,               # time steps of the geodesic shooting
+    'iters': [40, 40, 15],      # gradient-descent iterations per scale (one value: every scale)
+    'nsteps': 5,                # time steps of the geodesic shooting
     'integrator': 'euler',      # 'euler' or 'rk4'
     'adjoint': 'euler',         # backward integration of the adjoint: 'euler' (trapezoid force)
                                 # or 'heun' (2nd order, one more kernel solve per step)
     'sigma': 0.001,             # image-match weight 1/(2 sigma^2) (intensities normalised to [0, 1])
-    'alpha': 400.0,             # L = -alpha lap - beta grad div + gamma (physical units: mm^2);
-    'beta': 0.0,                #   sqrt(alpha/gamma) = 20 mm is the smoothing length of K
+    'alpha': 800.0,             # L = -alpha lap - beta grad div + gamma (physical units: mm^2);
+    'beta': 0.0,                #   sqrt(alpha/gamma) = 28 mm is the smoothing length of K
     'gamma': 1.0,
     'step': 0.0,                # initial gradient-descent step on the momentum; 0 = automatic:
                                 #   the first step of each scale moves by at most init_disp voxels
@@ -63,6 +63,7 @@ DEFAULTS = {
                                 #   fraction of its first value
     'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
     'max_step': 1.0,            # ... up to this
+    'momentum': 0.65,           # heavy-ball momentum of the descent (0: plain gradient descent)
     'inverse_iters': 2,         # UpdateInverse fixed-point iterations per time step
     'device': 'auto',           # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
     'smooth_scales': True,      # Gaussian pre-smoothing when down-sampling (MultiscaleResamplerGauss)
@@ -343,6 +344,9 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
             grad = ca.Field3D(grid, mType)
             prev_m0 = ca.Field3D(grid, mType)
             prev_dir = ca.Field3D(grid, mType)
+            beta = cfg['momentum']
+            mom = ca.Field3D(grid, mType) if beta > 0 else None
+            have_mom = False
             step = cfg['step']
             first_step = step if step > 0 else None
             best = None
@@ -354,6 +358,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
                 if best is not None and e > best and step > cfg['min_step'] * first_step:
                     # the step overshot: go back and take half of it
                     step *= 0.5
+                    have_mom = False
                     ca.Copy(m0, prev_m0)
                     ca.Add_MulC_I(m0, prev_dir, -step)
                     continue
@@ -379,6 +384,11 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
                 sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
                 ca.Copy(prev_m0, m0)
                 ca.Sub(prev_dir, m0, grad)                       # descent direction m0 - L m_hat
+                if mom is not None:
+                    if have_mom:
+                        ca.Add_MulC_I(prev_dir, mom, beta)
+                    ca.Copy(mom, prev_dir)
+                    have_mom = True
                 if step <= 0:
                     # automatic first step: K(direction) moves by init_disp voxels at most
                     kernel.applyInverseOperator(grad, prev_dir)

@@ -261,6 +261,14 @@ def _inputs_extra(args, info, load_seconds):
 
 def main(argv=None):
     """Runs the command line; returns the exit status (0, 1 or 2)."""
+    try:
+        return _main(argv)
+    finally:
+        from ._common import release_thread_memory_manager
+        release_thread_memory_manager()
+
+
+def _main(argv=None):
     debug = os.environ.get('PYCA_DEBUG', '') not in ('', '0')
     try:
         args = build_parser().parse_args(argv)
