@@ -1309,7 +1309,7 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
         if shooter_cls is not None:
             kernel = make_fluid_kernel(grid, ca.MEM_HOST, cfg['alpha'], cfg['beta'], cfg['gamma'])
             sh = shooter_cls(grid, ca.MEM_HOST, kernel, T, cfg.get('integrator', 'euler'),
-                             cfg['sigma'], cfg.get('inverse_iters', 3))
+                             cfg['sigma'], cfg.get('inverse_iters', 3), cfg.get('adjoint', 'euler'))
             I0, I1 = moving, fixed          # lddmm_register: I0 = moving, I1 = fixed
             m0, grad = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST)
             deformed = ca.Image3D(grid, ca.MEM_HOST)
@@ -1320,9 +1320,12 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
                 sh.energy(m0, I0, I1, deformed)
                 sh.gradient(I0, deformed, I1, grad)
             iteration()
-            # a non-zero momentum: one gradient step from 0 (m0 <- step * L m_hat)
+            # a non-zero momentum: one gradient step from 0, scaled so that
+            # the velocity K m0 moves by 2 voxels at most
             ca.Copy(m0, grad)
-            ca.MulC_I(m0, float(cfg['step']))
+            kernel.applyInverseOperator(grad, m0)
+            vmax = ca.LInf(grad)
+            ca.MulC_I(m0, 2.0 / vmax if vmax > 0 else 1.0)
             what = 'Shooter.shoot + energy + gradient'
         else:
             def iteration():
@@ -1340,9 +1343,10 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
     groups = prof.groups()
     total_own = sum(g[1] for g in groups)
     row = rows.add(LDDMM_ITER_LABEL, '%d^3' % n, ours, None, '-',
-                   '%s, median of %d; alpha %g, beta %g, gamma %g, sigma %g, Euler, inverse_iters %d'
+                   '%s, median of %d; alpha %g, beta %g, gamma %g, sigma %g, Euler, %s adjoint, '
+                   'inverse_iters %d'
                    % (what, k, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg['sigma'],
-                      cfg.get('inverse_iters', 3)),
+                      cfg.get('adjoint', 'euler'), cfg.get('inverse_iters', 3)),
                    common='%d threads (CPU)' % nthreads)
     prof_rows = []
     for gname, secs, calls, ops in groups:

@@ -42,17 +42,27 @@ void gradientOf(Field3D& a_o, const float* a, MemoryType mt, DiffT diff, Boundar
 }
 
 /// The Lie-algebra operators (kind: see kern::LieOp).
-void lieOp(Field3D& Z, const Field3D& X, const Field3D& Y, int kind, StreamT st) {
+template <int kind>
+void lieOpK(Field3D& Z, const Field3D& X, const Field3D& Y, StreamT st) {
   checkAll(Z, X, Y);
   Unaliased<Field3D> xs(X, st, Z), ys(Y, st, Z);
   const Field3D &Xf = xs, &Yf = ys;
   const Vec3Di s = Z.size();
-  const kern::LieOp fn{detail::VoxelCentral{s.x, s.y, s.z, 1.f, 1.f, 1.f},
-                       {dataOf(Xf, 0), dataOf(Xf, 1), dataOf(Xf, 2)},
-                       {dataOf(Yf, 0), dataOf(Yf, 1), dataOf(Yf, 2)},
-                       {dataOf(Z, 0), dataOf(Z, 1), dataOf(Z, 2)},
-                       kind};
+  const kern::LieOp<kind> fn{detail::VoxelCentral{s.x, s.y, s.z, 1.f, 1.f, 1.f},
+                             {dataOf(Xf, 0), dataOf(Xf, 1), dataOf(Xf, 2)},
+                             {dataOf(Yf, 0), dataOf(Yf, 1), dataOf(Yf, 2)},
+                             {dataOf(Z, 0), dataOf(Z, 1), dataOf(Z, 2)}};
   forEachVoxel(Z.memType(), fn, s, st);
+}
+
+void lieOp(Field3D& Z, const Field3D& X, const Field3D& Y, int kind, StreamT st) {
+  switch (kind) {
+    case 0: lieOpK<0>(Z, X, Y, st); break;
+    case 1: lieOpK<1>(Z, X, Y, st); break;
+    case 2: lieOpK<2>(Z, X, Y, st); break;
+    case 3: lieOpK<3>(Z, X, Y, st); break;
+    default: lieOpK<4>(Z, X, Y, st); break;
+  }
 }
 
 void jacDetGrads(Image3D& out, const Field3D& X, const Field3D& Y, const Field3D& Zg, int mode, StreamT st) {
