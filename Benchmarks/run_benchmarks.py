@@ -1365,6 +1365,67 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
     row['profile'] = dict(profiled_iteration_s=t_prof, operators_own_s=total_own, groups=prof_rows)
 
 
+def bench_lddmm_gpu(rows, reps):
+    """GPU rows (only with a CUDA device): one LDDMM iteration at 128^3 (10
+    steps; target < 50 ms on an H100/H200-class device) and a default
+    multiscale LDDMM registration at 256^3 (target < 5 s), both on
+    MEM_DEVICE images; each timing ends with a reduction (a device-to-host
+    copy), so queued kernels are counted."""
+    if ca.GetNumberOfCUDADevices() == 0:
+        print('(LDDMM GPU rows skipped: no CUDA device)', flush=True)
+        return
+    from PyCA.Apps import lddmm, phantom
+    from PyCA.Apps._common import make_fluid_kernel, ensure_thread_memory_manager, on_mem
+    dev = ca.MEM_DEVICE
+
+    def sync(img):
+        return float(ca.Sum(img))   # a reduction: waits for the queued kernels
+
+    for n, what in ((128, 'iteration'), (256, 'registration')):
+        grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0))
+        rng = np.random.default_rng(12)
+        fixed_h = new_image(grid, _unit_image(smooth_image(n, rng, noise=0.0)))
+        psi, _ = phantom.random_deformation(grid, max_disp_mm=n / 32.0, smoothness_mm=n / 10.0, seed=3)
+        moving_h = ca.Image3D(grid, ca.MEM_HOST)
+        ca.ApplyH(moving_h, fixed_h, psi)
+        fixed, moving = on_mem(fixed_h, dev), on_mem(moving_h, dev)
+        ensure_thread_memory_manager(grid, dev)
+        try:
+            if what == 'iteration':
+                cfg = dict(lddmm.DEFAULTS)
+                kernel = make_fluid_kernel(grid, dev, cfg['alpha'], cfg['beta'], cfg['gamma'])
+                sh = lddmm.Shooter(grid, dev, kernel, 10, 'euler', cfg['sigma'], cfg['inverse_iters'],
+                                   cfg['adjoint'])
+                m0, grad = ca.Field3D(grid, dev), ca.Field3D(grid, dev)
+                deformed = ca.Image3D(grid, dev)
+                ca.SetToZero(m0)
+
+                def run():
+                    sh.shoot(m0)
+                    sh.energy(m0, moving, fixed, deformed)
+                    sh.gradient(moving, deformed, fixed, grad)
+                    sync(deformed)
+                run()
+                ca.Copy(m0, grad)
+                kernel.applyInverseOperator(grad, m0)
+                vmax = ca.LInf(grad)
+                ca.MulC_I(m0, 2.0 / vmax if vmax > 0 else 1.0)
+                t = median_time(run, max(3, min(reps, 10)), warmup=1)
+                rows.add('LDDMM iteration 128^3 (10 steps, GPU)', '128^3', t, None, '-',
+                         'Shooter.shoot + energy + gradient on MEM_DEVICE; target < 50 ms')
+            else:
+                def run():
+                    r = lddmm.lddmm_register(fixed, moving, quiet=True, device='gpu')
+                    sync(r.deformed)
+                    run.iters = r.iterations
+                t = median_time(run, 3, warmup=1)
+                rows.add('LDDMM registration 256^3 (defaults, GPU)', '256^3', t, None, '-',
+                         'lddmm_register defaults (%d iterations, scales 4,2,1); target < 5 s'
+                         % getattr(run, 'iters', 0))
+        finally:
+            ca.ThreadMemoryManager.destroy()
+
+
 def _ants_hfield(ants, fixed_ants, transforms, size, pad=32):
     """The H-field (voxel indices of the moving image at each fixed voxel) of
     an ANTs forward transform list: apply_transforms of the three index images
@@ -1544,6 +1605,8 @@ def bench_apps(rows, reps, only, nthreads):
         bench_lddmm_iteration(rows, reps, nthreads)
     if want(DEMO_ANTS_LABEL):
         bench_demo_vs_ants(rows, nthreads)
+    if want('LDDMM GPU'):
+        bench_lddmm_gpu(rows, reps)
 
 # ---- end of the registration apps section -----------------------------------
 
