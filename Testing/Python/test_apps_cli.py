@@ -84,6 +84,8 @@ def data(tmp_path_factory):
     mk[6:42, 5:43] = 1
     out['mask2'] = _write(mk, d / 'mask2.nii.gz', (1.2, 1.2), (5.0, -3.0))
     out['empty_mask2'] = _write(np.zeros((48, 48)), d / 'empty2.nii.gz', (1.2, 1.2), (5.0, -3.0))
+    # the moving image somewhere else in world space (no overlap with f2)
+    out['far2'] = _write(m2, d / 'far2.nii.gz', (1.2, 1.2), (500.0, -3.0))
     # 3-D pair, 24^3, spacing 1.5, rotated direction (kept on the outputs)
     f3 = _blobs((24, 24, 24), [(12, 12, 12), (7, 15, 10)], [(6, 5, 5), (2.5, 2.5, 2.5)], [1.0, 0.7])
     m3 = _warp(f3, 1.5, seed=2)
@@ -383,6 +385,7 @@ def _bad_cases(data, tmp):
         '4-D': ['--fixed', d['f4d'], '--moving', d['m3']] + base + out,
         '2-D with 3-D': ['--fixed', d['f2'], '--moving', d['m3']] + base + out,
         'empty mask': ok + ['--mask', d['empty_mask2']] + base + out,
+        'no overlap': ['--fixed', d['f2'], '--moving', d['far2']] + base + out,
         'missing mask': ok + ['--mask', str(d['dir'] / 'nomask.nii.gz')] + base + out,
         'config key': ok + ['--config', d['cfg_key']] + base + out,
         'config yaml': ok + ['--config', d['cfg_value']] + base + out,
@@ -402,7 +405,7 @@ def _bad_cases(data, tmp):
 
 
 _CASE_NAMES = ['missing fixed', 'missing moving', 'corrupt', 'truncated', 'folder as image', '4-D',
-               '2-D with 3-D', 'empty mask', 'missing mask', 'config key', 'config yaml', 'config value',
+               '2-D with 3-D', 'empty mask', 'no overlap', 'missing mask', 'config key', 'config yaml', 'config value',
                'missing config', 'bad --set', 'bad --scales', 'bad --iters', 'bad --method', 'no --out',
                'out is a file', 'out under a file', 'gpu without one']
 

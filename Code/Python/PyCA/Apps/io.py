@@ -349,8 +349,14 @@ def load_pair(fixed_path, moving_path, affine=False, mType=ca.MEM_HOST, mask_pat
         tx, info['affine'] = affine_align(fixed, moving, metric=affine_metric, mask=mask)
         info['affine_transform'] = tx
     if tx is not None or not _same_geometry(moving, fixed):
+        src = moving
         moving = resample_to(moving, fixed, transform=tx)
         info['resampled'] = True
+        a = np.asarray(moving.asnp())
+        if np.count_nonzero(np.asarray(src.asnp())) and not np.count_nonzero(a):
+            raise ValueError("the moving image does not overlap the fixed image in world "
+                             "coordinates (nothing of it lands on the fixed grid): check the "
+                             "origins and directions of '%s' and '%s'" % (fixed_path, moving_path))
     else:
         info['resampled'] = False
         d = GetDirection(fixed)
