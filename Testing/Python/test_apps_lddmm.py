@@ -352,3 +352,20 @@ def test_cpu_gpu_parity():
     # 1e-2 voxel in h and 1e-3 relative in the energy
     assert np.abs(common.AsNPCopy(rc.h) - common.AsNPCopy(rg.h)).max() < 1e-2
     assert abs(rc.energy[-1] - rg.energy[-1]) < 1e-3 * rc.energy[-1]
+
+
+@gpu_only
+def test_pinned_and_device_inputs():
+    """Pinned host inputs run on the CPU like host ones; device inputs with
+    device='auto' run on the GPU; the callers' images are never moved."""
+    fixed, moving, *_ = _problem((32, 32), 1.5)
+    kw = dict(quiet=True, scales=[1], iters=[4], alpha=4.0, sigma=0.02)
+    ref = lddmm_register(_im(fixed), _im(moving), **kw)
+    for mt, dev in ((ca.MEM_HOST_PINNED, 'cpu'), (ca.MEM_DEVICE, 'gpu')):
+        F, M = _im(fixed), _im(moving)
+        F.toType(mt)
+        M.toType(mt)
+        r = lddmm_register(F, M, **kw)
+        assert r.device == dev and F.memType() == mt and M.memType() == mt
+        tol = 0.0 if dev == 'cpu' else 1e-2
+        assert np.abs(common.AsNPCopy(r.h) - common.AsNPCopy(ref.h)).max() <= tol

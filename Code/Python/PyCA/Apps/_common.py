@@ -154,9 +154,10 @@ def compute_mem_type(device, image=None):
 
 
 def on_mem(obj, mType):
-    """``obj`` itself if it already lives in ``mType`` memory, else a copy there
-    (the caller's object is never moved)."""
-    if obj.memType() == mType or (mType == ca.MEM_HOST and obj.memType() == ca.MEM_HOST_PINNED):
+    """``obj`` itself if it lives exactly in ``mType`` memory, else a copy there
+    (the caller's object is never moved). Pinned host memory is copied too:
+    the operators need all their operands in one memory type."""
+    if obj.memType() == mType:
         return obj
     out = ca.Image3D(obj.grid(), mType) if isinstance(obj, ca.Image3D) else ca.Field3D(obj.grid(), mType)
     ca.Copy(out, obj)
