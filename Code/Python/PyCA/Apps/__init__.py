@@ -11,8 +11,12 @@ keyword overrides of every parameter; ``DEFAULTS`` of each module lists them):
     lddmm_register(fixed, moving, config=None, quiet=False, **params)   -> RegistrationResult
     register(fixed, moving, method='lddmm', ...)                        -> RegistrationResult
     tv_denoise(image, method='primal_dual'|'rof', config=None, quiet=False, **params) -> TVResult
+    build_atlas(images, method='greedy'|'lddmm', config=None, quiet=False, comm=None, out=None,
+                checkpoint_every=0, resume=False, **params)                  -> AtlasResult
 
-The command line is ``python -m PyCA.Apps.register`` (``pyca-register``).
+The command lines are ``python -m PyCA.Apps.register`` (``pyca-register``) and
+``[mpiexec -n K] python -m PyCA.Apps.atlas`` (``pyca-atlas``); the demos
+``python -m PyCA.Apps.demo`` and ``python -m PyCA.Apps.atlas_demo``.
 """
 import importlib as _importlib
 
@@ -21,6 +25,7 @@ from ._common import RegistrationResult, ConfigError, gpu_available  # noqa: F40
 _LAZY = {
     'greedy_register': 'greedy', 'elastic_register': 'elastic',
     'lddmm_register': 'lddmm', 'tv_denoise': 'tv', 'TVResult': 'tv',
+    'build_atlas': 'atlas', 'AtlasResult': 'atlas',
 }
 
 __all__ = ['register', 'RegistrationResult', 'ConfigError', 'gpu_available'] + sorted(_LAZY)

@@ -103,8 +103,16 @@ def max_voxel_disp(v, spacing):
     return ca.LInf(v) / min(spacing.x, spacing.y, spacing.z)
 
 
-def greedy_register(fixed, moving, config=None, quiet=False, **params):
+def greedy_register(fixed, moving, config=None, quiet=False, init_h=None, init_hinv=None, **params):
     """Greedy fluid registration of ``moving`` onto ``fixed``.
+
+    Warm start (the atlas builder's): ``init_h`` (a Field3D on the fixed
+    grid, any memory type; default None = identity) is the H-field the
+    registration starts from; it needs a single full-resolution level
+    (``scales=[1]``, ConfigError otherwise). ``init_hinv`` is its inverse;
+    when it is not given and ``compute_inverse`` is on, the inverse starts
+    from the fixed-point iterations of the final polishing (from the
+    identity). The caller's fields are copied, never modified.
 
     Parameters (``DEFAULTS``; from ``config`` -- a dict or a YAML file -- then
     keyword overrides): ``scales`` (down-sampling factors, coarse to fine;
@@ -142,6 +150,14 @@ def greedy_register(fixed, moving, config=None, quiet=False, **params):
     iters = per_scale(cfg, 'iters', facs, cfg['scales'], DEFAULTS['iters'])
     if any(n < 0 for n in iters):
         raise ConfigError("iters must be >= 0, got %r" % cfg['iters'])
+    if init_h is not None or init_hinv is not None:
+        if facs != [1]:
+            raise ConfigError("init_h (a warm start) needs a single full-resolution level "
+                              "(scales=[1]), got scales %r" % (cfg['scales'],))
+        for name, f in (('init_h', init_h), ('init_hinv', init_hinv)):
+            if f is not None and (not isinstance(f, ca.Field3D) or tuple(f.size()) != tuple(origGrid.size())):
+                raise ValueError("%s: %s must be a Field3D of the fixed image's size %s"
+                                 % (who, name, tuple(origGrid.size())))
     resampler = make_resampler(origGrid, mType)
 
     def img():
@@ -177,6 +193,16 @@ def greedy_register(fixed, moving, config=None, quiet=False, **params):
                 for o in (h, hinv) if want_inv else (h,):
                     o.setGrid(g)
                     ca.SetToIdentity(o)
+                if init_h is not None:
+                    ca.Copy(h, init_h)
+                    if want_inv and init_hinv is not None:
+                        ca.Copy(hinv, init_hinv)
+                    elif want_inv:   # hinv from the identity by fixed-point iterations
+                        ca.SetToIdentity(gI)
+                        for _ in range(4 * max(1, int(cfg['inverse_iters']))):
+                            ca.ComposeHH(scratch, h, hinv)
+                            ca.Sub_I(hinv, scratch)
+                            ca.Add_I(hinv, gI)
             else:
                 resampler.updateHField(h)
                 if want_inv:

@@ -292,12 +292,17 @@ class Shooter:
         return mhat
 
 
-def lddmm_register(fixed, moving, config=None, quiet=False, **params):
+def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, **params):
     """Registers ``moving`` onto ``fixed`` by vector-momentum LDDMM geodesic
     shooting (module docstring). Returns a RegistrationResult with
     ``deformed`` (moving o phi_1^-1), ``h`` = phi_1^-1, ``hinv`` = phi_1,
     ``momentum`` = m0 (on the fixed grid, physical units) and ``velocity`` =
-    K m0. Parameters: ``DEFAULTS``."""
+    K m0. Parameters: ``DEFAULTS``.
+
+    Warm start (the atlas builder's): ``init_momentum`` (a Field3D on the
+    fixed grid, physical units, any memory type; default None = zero) is the
+    m0 the descent starts from; it needs a single full-resolution level
+    (``scales=[1]``, ConfigError otherwise). It is copied, never modified."""
     check_pair(fixed, moving, 'lddmm_register')
     cfg = merge_config(DEFAULTS, config, params)
     mType = compute_mem_type(cfg['device'], fixed)
@@ -316,6 +321,13 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
                           % (len(facs), facs, cfg['iters']))
     if any(i < 0 for i in iters):
         raise ConfigError("iters must be >= 0, got %r" % (iters,))
+    if init_momentum is not None:
+        if facs != [1]:
+            raise ConfigError("init_momentum (a warm start) needs a single full-resolution level "
+                              "(scales=[1]), got scales %r" % (cfg['scales'],))
+        if not isinstance(init_momentum, ca.Field3D) or tuple(init_momentum.size()) != tuple(grid0.size()):
+            raise ValueError("lddmm_register: init_momentum must be a Field3D of the fixed image's size %s"
+                             % (tuple(grid0.size()),))
     resampler = make_resampler(grid0, mType, gauss=cfg['smooth_scales'])
 
     energy, e_img_l, e_reg_l, scale_of_iter = [], [], [], []
@@ -334,7 +346,10 @@ def lddmm_register(fixed, moving, config=None, quiet=False, **params):
                 resampler.downsampleImage(I1, I1full)
             if m0 is None:
                 m0 = ca.Field3D(grid, mType)
-                ca.SetToZero(m0)
+                if init_momentum is not None:
+                    ca.Copy(m0, init_momentum)
+                else:
+                    ca.SetToZero(m0)
             else:
                 resampler.updateVField(m0)      # up-sampled onto this scale's grid, in place
             kernel = make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
