@@ -434,3 +434,32 @@ def test_mpi_rank_failure_stops_the_job(files2d, tmp_path):
     assert r.returncode != 0
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith('pyca-atlas: error:')]
     assert lines and 'rank 1' in lines[0], r.stderr
+
+
+def test_mpi_3d_atlas_equals_single_process(tmp_path):
+    """A small 3-D problem (4 subjects, 16^3, odd split over 3 ranks as well
+    as 2) gives the single-process atlas under mpiexec."""
+    rng = np.random.RandomState(7)
+    z, y, x = np.mgrid[0:16, 0:16, 0:16].astype(float)
+    B = np.exp(-((x - 8) ** 2 + (y - 7) ** 2 + (z - 8) ** 2) / 18.0) + \
+        0.5 * np.exp(-((x - 5) ** 2 + (y - 10) ** 2 + (z - 6) ** 2) / 6.0)
+    paths = []
+    for i in range(4):
+        d = [gaussian_filter(rng.randn(16, 16, 16), 4) for _ in range(3)]
+        d = [1.5 * di / np.abs(di).max() for di in d]
+        s = map_coordinates(B, [z + d[0], y + d[1], x + d[2]], order=1, mode='nearest')
+        p = str(tmp_path / ('s3d_%d.nii.gz' % i))
+        SaveITKImage(_im(s), p)
+        paths.append(p)
+    args = ['--images'] + paths + ['--iters', '2', '--quiet', '--set', 'register.scales=1',
+                                   '--set', 'register.iters=10', '--set', 'warm_iters=5',
+                                   '--set', 'register.gamma=0.01']
+    r = subprocess.run([sys.executable, '-m', 'PyCA.Apps.atlas'] + args + ['--out', str(tmp_path / 'one')],
+                       capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode == 0, r.stderr
+    ref = np.array(LoadITKImage(str(tmp_path / 'one' / 'atlas.nii.gz')).asnp())
+    for n in (2, 3):
+        r = _launch(n, args + ['--out', tmp_path / ('r%d' % n)])
+        assert r.returncode == 0, r.stdout + r.stderr
+        a = np.array(LoadITKImage(str(tmp_path / ('r%d' % n) / 'atlas.nii.gz')).asnp())
+        assert np.max(np.abs(a - ref)) <= 1e-5 * np.max(np.abs(ref)), n

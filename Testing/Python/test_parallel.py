@@ -161,6 +161,14 @@ for v in f.asnp():
     v[...] = rank
 par.Reduce(f, op=MPI.MAX)
 assert all(np.all(v == size - 1) for v in f.asnp())
+# a field of odd size: the SUM equals NumPy's sum of every rank's values
+g = ca.Field3D(ca.GridInfo(ca.Vec3Di(5, 3, 7)), ca.MEM_HOST)
+vals = [np.random.RandomState(r).randint(-50, 50, (3, 5, 3, 7)).astype(np.float32) for r in range(size)]
+for d, v in enumerate(g.asnp()):
+    v[...] = vals[rank][d]
+par.Reduce(g)
+ref = np.sum(vals, axis=0)
+assert all(np.array_equal(v, ref[d]) for d, v in enumerate(g.asnp())), rank
 assert par.ReduceFloat(rank + 0.5) == sum(r + 0.5 for r in range(size))
 mine = common.Distribute(10, size, rank)
 assert sorted(sum(comm.allgather(mine), [])) == list(range(10))
@@ -171,19 +179,20 @@ if rank == 0:
 
 
 @needs_mpi
-def test_two_ranks_under_mpiexec(tmp_path):
+@pytest.mark.parametrize("nranks", [1, 2, 4])
+def test_ranks_under_mpiexec(tmp_path, nranks):
     mpiexec = _mpiexec()
     if mpiexec is None:
         pytest.skip("mpiexec not found (pip install mpich)")
     script = tmp_path / "reduce.py"
     script.write_text(SCRIPT)
     try:
-        r = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script)], capture_output=True,
+        r = subprocess.run([mpiexec, "-n", str(nranks), sys.executable, str(script)], capture_output=True,
                            text=True, timeout=120, env=dict(os.environ))
     except subprocess.TimeoutExpired:
-        pytest.fail("mpiexec -n 2 did not finish in 120 s")
+        pytest.fail("mpiexec -n %d did not finish in 120 s" % nranks)
     if r.returncode != 0 and ("not found" in r.stderr.lower() or "cannot" in r.stderr.lower()) \
             and "ok" not in r.stdout:
-        pytest.skip("mpiexec could not start two ranks here: %s" % r.stderr.strip()[:300])
+        pytest.skip("mpiexec could not start %d ranks here: %s" % (nranks, r.stderr.strip()[:300]))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "ranks [0, 1] ok" in r.stdout
+    assert "ranks %s ok" % list(range(nranks)) in r.stdout
