@@ -437,8 +437,8 @@ def test_mpi_rank_failure_stops_the_job(files2d, tmp_path):
 
 
 def test_mpi_3d_atlas_equals_single_process(tmp_path):
-    """A small 3-D problem (4 subjects, 16^3, odd split over 3 ranks as well
-    as 2) gives the single-process atlas under mpiexec."""
+    """A small 3-D problem (4 subjects, 16^3, over 2, 3 (an odd split) and 4
+    ranks) gives the single-process atlas under mpiexec."""
     rng = np.random.RandomState(7)
     z, y, x = np.mgrid[0:16, 0:16, 0:16].astype(float)
     B = np.exp(-((x - 8) ** 2 + (y - 7) ** 2 + (z - 8) ** 2) / 18.0) + \
@@ -458,7 +458,7 @@ def test_mpi_3d_atlas_equals_single_process(tmp_path):
                        capture_output=True, text=True, timeout=120, env=_env())
     assert r.returncode == 0, r.stderr
     ref = np.array(LoadITKImage(str(tmp_path / 'one' / 'atlas.nii.gz')).asnp())
-    for n in (2, 3):
+    for n in (2, 3, 4):
         r = _launch(n, args + ['--out', tmp_path / ('r%d' % n)])
         assert r.returncode == 0, r.stdout + r.stderr
         a = np.array(LoadITKImage(str(tmp_path / ('r%d' % n) / 'atlas.nii.gz')).asnp())
