@@ -393,12 +393,51 @@ def _check_nifti_complete(fname, who, hdr):
 # ---------------------------------------------------------------------------
 # SimpleITK images and fields
 
+def _check_metaimage_header(fname, who):
+    """A MetaImage header (.mha/.mhd) whose NDims is not 1..16 is refused
+    before SimpleITK reads it (ITK's MetaIO crashes on absurd values)."""
+    if not fname.lower().endswith(('.mha', '.mhd')):
+        return
+    try:
+        with open(fname, 'rb') as f:
+            head = f.read(8192)
+    except OSError:
+        return  # the reader reports it
+    for line in head.split(b'\n'):
+        key, sep, val = line.partition(b'=')
+        if sep and key.strip().lower() == b'ndims':
+            try:
+                n = float(val.strip().split()[0])
+            except (ValueError, IndexError):
+                raise _bad_file(who, fname, 'a MetaImage header with NDims = %r'
+                                % val.strip()[:40].decode('latin-1')) from None
+            if not (n == int(n) and 1 <= n <= 16):
+                raise _bad_file(who, fname, 'a MetaImage header with NDims = %s (1..16 expected)'
+                                % val.strip()[:40].decode('latin-1'))
+            return
+        if key.strip().lower() == b'elementdatafile':
+            return
+
+
+def _check_header_numbers(reader, fname, who):
+    """Sizes, spacings and origins a grid can hold (int32 sizes, finite
+    float32 spacings and origins), else a clear error naming the file."""
+    f32 = float(np.finfo(np.float32).max)
+    size = reader.GetSize()
+    if any(not (0 <= int(s) < 2 ** 31) for s in size):
+        raise _bad_file(who, fname, 'an image size %s out of range' % (tuple(size),))
+    for what, vals in (('a spacing', reader.GetSpacing()), ('an origin', reader.GetOrigin())):
+        if any(not (np.isfinite(v) and abs(v) <= f32) for v in vals):
+            raise _bad_file(who, fname, '%s %s that is not a finite float32' % (what, tuple(vals)))
+
+
 def _read_sitk(fname, who, vector):
     """(sitk image of float32 [vector] pixels, number of components), after
     every check; raises OSError naming the file."""
     fname = _fspath(fname, who)
     sitk = _sitk(who)
     _check_input(fname, who)
+    _check_metaimage_header(fname, who)
     reader = sitk.ImageFileReader()
     reader.SetFileName(fname)
     try:
@@ -406,6 +445,7 @@ def _read_sitk(fname, who, vector):
     except RuntimeError as e:
         raise _bad_file(who, fname, _itk_reason(e), e) from None
     _check_io_matches_extension(reader, fname, who)
+    _check_header_numbers(reader, fname, who)
     dim, size = reader.GetDimension(), reader.GetSize()
     ncomp = reader.GetNumberOfComponents()
     if dim == 4 and size[3] == 1:
