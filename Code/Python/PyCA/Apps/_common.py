@@ -23,7 +23,7 @@ import PyCA.Core as ca
 
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
            'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel',
-           'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'Progress', 'check_pair', 'mem_name',
+           'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'run_cli', 'Progress', 'check_pair', 'mem_name',
            'ConfigError']
 
 
@@ -197,6 +197,15 @@ def release_thread_memory_manager():
             os.close(devnull)
     finally:
         os.close(saved)
+
+
+def run_cli(main, argv=None):
+    """``main(argv)``, then the ThreadMemoryManager released quietly: the
+    command lines' wrapper, so that a run ends with their own lines only."""
+    try:
+        return main(argv)
+    finally:
+        release_thread_memory_manager()
 
 
 def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):

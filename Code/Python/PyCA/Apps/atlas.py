@@ -985,11 +985,8 @@ def _setup(args):
 
 def main(argv=None):
     """Runs the command line; returns the exit status (0, 1 or 2)."""
-    try:
-        return _main(argv)
-    finally:
-        from ._common import release_thread_memory_manager
-        release_thread_memory_manager()
+    from ._common import run_cli
+    return run_cli(_main, argv)
 
 
 def _main(argv=None):

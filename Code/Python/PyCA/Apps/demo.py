@@ -235,11 +235,8 @@ def run(args):
 
 
 def main(argv=None):
-    try:
-        return _main(argv)
-    finally:
-        from ._common import release_thread_memory_manager
-        release_thread_memory_manager()
+    from ._common import run_cli
+    return run_cli(_main, argv)
 
 
 def _main(argv=None):

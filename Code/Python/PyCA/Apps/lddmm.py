@@ -122,13 +122,20 @@ class Shooter:
             self.rk_kk, self.rk_raw, self.rk_g = F(), F(), F()
 
     # ---- unit conversions of the voxel-unit operators --------------------
+    def _converted(self, op, out, a, sa, b, sb, sout):
+        """out = sout * op(sa * a, sb * b) for the voxel-unit operator op
+        (sa, sb, sout: Vec3Df spacing factors; anisotropic grids only)."""
+        ca.MulC(self.t4, a, sa)
+        ca.MulC(self.t5, b, sb)
+        op(out, self.t4, self.t5)
+        ca.MulC_I(out, sout)
+
     def coad(self, out, g, m):
         """out = CoAd_phys(g, m) = |Dg| Dg^T m o g (physical m)."""
         if self.iso:
             ca.CoAd(out, g, m)
         else:
-            ca.Copy(self.t4, m)
-            ca.MulC_I(self.t4, self.S)
+            ca.MulC(self.t4, m, self.S)
             ca.CoAd(out, g, self.t4)
             ca.MulC_I(out, self.Sinv)
 
@@ -138,13 +145,7 @@ class Shooter:
             ca.AdInf(out, X, Y)
             ca.MulC_I(out, 1.0 / self.s_iso)
         else:
-            a, b = self.t4, self.t5
-            ca.Copy(a, X)
-            ca.MulC_I(a, self.Sinv)
-            ca.Copy(b, Y)
-            ca.MulC_I(b, self.Sinv)
-            ca.AdInf(out, a, b)
-            ca.MulC_I(out, self.S)
+            self._converted(ca.AdInf, out, X, self.Sinv, Y, self.Sinv, self.S)
 
     def adstar(self, out, X, m):
         """out = ad*_X m = DX^T m + div(m X^T) (physical X, m)."""
@@ -152,13 +153,7 @@ class Shooter:
             ca.CoAdInf(out, X, m)
             ca.MulC_I(out, 1.0 / self.s_iso)
         else:
-            a, b = self.t4, self.t5
-            ca.Copy(a, X)
-            ca.MulC_I(a, self.Sinv)
-            ca.Copy(b, m)
-            ca.MulC_I(b, self.S)
-            ca.CoAdInf(out, a, b)
-            ca.MulC_I(out, self.Sinv)
+            self._converted(ca.CoAdInf, out, X, self.Sinv, m, self.S, self.Sinv)
 
     def _to_vox(self, f):
         if self.iso:

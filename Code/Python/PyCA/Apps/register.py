@@ -261,11 +261,8 @@ def _inputs_extra(args, info, load_seconds):
 
 def main(argv=None):
     """Runs the command line; returns the exit status (0, 1 or 2)."""
-    try:
-        return _main(argv)
-    finally:
-        from ._common import release_thread_memory_manager
-        release_thread_memory_manager()
+    from ._common import run_cli
+    return run_cli(_main, argv)
 
 
 def _main(argv=None):
