@@ -7,8 +7,12 @@
 #include <cstring>
 #include <string>
 
+#include <cstdio>
+
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #endif
 
 #include "conditionMacro.h"
@@ -28,13 +32,62 @@ constexpr size_t kHugeMin = size_t(4) << 20;
   throw PyCAException(file, line, "CUDA support not compiled");
 }
 
+/// What a failed host allocation is measured against, for its message: the
+/// memory this process holds and the limit that applies. Under an address-
+/// space limit (RLIMIT_AS, as batch schedulers set) those are the process's
+/// mapped bytes and that limit; otherwise its resident bytes and the
+/// machine's physical memory (with what is still available).
+std::string hostMemoryContext() {
+#if defined(__linux__)
+  const long page = sysconf(_SC_PAGESIZE);
+  unsigned long long vmPages = 0, rssPages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%llu %llu", &vmPages, &rssPages) != 2) vmPages = rssPages = 0;
+    std::fclose(f);
+  }
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    return std::to_string(vmPages * (unsigned long long)page) +
+           " bytes of address space in use by this process, limit " +
+           std::to_string((unsigned long long)rl.rlim_cur) + " bytes (RLIMIT_AS)";
+  const long phys = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
+  std::string s = std::to_string(rssPages * (unsigned long long)page) +
+                  " bytes resident in this process";
+  if (phys > 0)
+    s += ", limit " + std::to_string((unsigned long long)phys * (unsigned long long)page) +
+         " bytes (physical memory";
+  if (phys > 0 && avail >= 0)
+    s += ", " + std::to_string((unsigned long long)avail * (unsigned long long)page) +
+         " bytes available)";
+  else if (phys > 0)
+    s += ")";
+  return s;
+#else
+  return "host memory in use unknown on this platform";
+#endif
+}
+
 #ifdef CUDA_ENABLED
 [[noreturn]] void cudaFailure(const char* file, int line, const char* what, cudaError_t e,
-                              size_t nBytes) {
+                              size_t nBytes, bool device) {
   cudaGetLastError();  // clear the sticky error of a failed allocation
   std::string msg = std::string(what) + " of " + std::to_string(nBytes) + " bytes failed: " +
                     cudaGetErrorString(e);
-  if (e == cudaErrorMemoryAllocation) throw PyCAMemoryException(file, line, msg);
+  if (e == cudaErrorMemoryAllocation) {
+    if (device) {
+      size_t freeB = 0, totalB = 0;
+      int dev = -1;
+      cudaGetDevice(&dev);
+      if (cudaMemGetInfo(&freeB, &totalB) == cudaSuccess)
+        msg += "; " + std::to_string(totalB - freeB) + " bytes in use on device " +
+               std::to_string(dev) + ", limit " + std::to_string(totalB) + " bytes (" +
+               std::to_string(freeB) + " free)";
+      cudaGetLastError();
+    } else {
+      msg += "; " + hostMemoryContext();
+    }
+    throw PyCAMemoryException(file, line, msg);
+  }
   throw PyCAException(file, line, msg);
 }
 #endif
@@ -105,18 +158,18 @@ void* AllocateMemory(MemoryType t, size_t nBytes) {
       if (!p)
         throw PyCAMemoryException(__FILE__, __LINE__,
                                   "Error, memory allocation failed: " + std::to_string(nBytes) +
-                                      " bytes of host memory");
+                                      " bytes of host memory requested; " + hostMemoryContext());
       return p;
     }
 #ifdef CUDA_ENABLED
     case MEM_HOST_PINNED: {
       cudaError_t e = cudaMallocHost(&p, nBytes);
-      if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMallocHost", e, nBytes);
+      if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMallocHost", e, nBytes, false);
       return p;
     }
     case MEM_DEVICE: {
       cudaError_t e = cudaMalloc(&p, nBytes);
-      if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMalloc", e, nBytes);
+      if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMalloc", e, nBytes, true);
       return p;
     }
 #endif
@@ -155,7 +208,7 @@ void CopyMemory(void* dst, MemoryType dstType, const void* src, MemoryType srcTy
   } else {
     e = cudaMemcpy(dst, src, nBytes, cudaMemcpyDefault);
   }
-  if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMemcpy", e, nBytes);
+  if (e != cudaSuccess) cudaFailure(__FILE__, __LINE__, "cudaMemcpy", e, nBytes, true);
 #else
   (void)st;
   notCompiled(__FILE__, __LINE__);
