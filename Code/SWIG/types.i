@@ -258,6 +258,12 @@ static PyObject* pyca_view(const PyCA::MemPool<float>& pool, const float* data, 
 %ignore PyCA::AllocateMemory;
 %ignore PyCA::FreeMemory;
 %ignore PyCA::CopyMemory;
+// None or a non-str is a TypeError, like any wrong argument type (SWIG's
+// std::string typemap calls None a ValueError "invalid null reference").
+%pythonprepend PyCA::SetCPUDispatch %{
+    if len(args) != 1 or not isinstance(args[0], str):
+        raise TypeError("SetCPUDispatch(path): path must be a str: 'auto', 'baseline' or 'avx2'")
+%}
 %include "MemAlloc.h"
 %include "Image3D.h"
 %include "Field3D.h"

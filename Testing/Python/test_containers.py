@@ -596,6 +596,8 @@ import PyCA.Core as ca
 g = ca.GridInfo(ca.Vec3Di(3, 3, 3))
 SKIP = {"SHARED_PTR_DISOWN", "cvar"}
 BAD = (None, "abc", object())
+#: functions taking a name (a str): "abc" is the right type, a wrong value
+NAME_PARAMS = {"SetCPUDispatch"}
 
 
 def fresh(kind):
@@ -654,6 +656,13 @@ for tname, get in targets:
                         stats["ok"] += 1
                     except (TypeError, NotImplementedError):
                         stats["TypeError"] += 1
+                    except ValueError as e:
+                        # a string of the wrong value where a name is expected
+                        if tname in NAME_PARAMS and isinstance(bad, str):
+                            stats["ValueError"] += 1
+                        else:
+                            problems.append("%s%r -> %s: %s" % (tname, tuple(type(a).__name__ for a in args),
+                                                               type(e).__name__, str(e).splitlines()[0][:100]))
                     except Exception as e:
                         problems.append("%s%r -> %s: %s" % (tname, tuple(type(a).__name__ for a in args),
                                                            type(e).__name__, str(e).splitlines()[0][:100]))

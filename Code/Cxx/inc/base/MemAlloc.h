@@ -4,6 +4,7 @@
 #define __PYCA_MEM_ALLOC_H__
 
 #include <cstddef>
+#include <string>
 
 #include "estream.h"
 #include "mem.h"
@@ -12,6 +13,19 @@ namespace PyCA {
 
 /// True when the library was built with the CUDA back end.
 bool CudaCompiled();
+
+/// The CPU back end compiles its hot loops (reductions, the voxel loops of
+/// the Gaussian filter and trilinear sampling) twice, for the baseline ISA
+/// and for AVX2, and picks one at run time. SetCPUDispatch("baseline")
+/// forces the baseline loops, "avx2" the AVX2 ones (PyCAException if the
+/// CPU lacks AVX2 or the build has no AVX2 loops; PyCAValueException, in
+/// Python ValueError, for any other name), "auto" (the default)
+/// AVX2 where the CPU has it. The environment variable PYCA_CPU_DISPATCH
+/// sets the starting value. An extension of this library, for tests and
+/// for comparing the two paths; results are meant to be identical.
+void SetCPUDispatch(const std::string& path);
+/// The loops in use now: "avx2" or "baseline".
+const char* GetCPUDispatch();
 
 /// Allocates nBytes (64-byte aligned on the host) of memory of type t.
 /// Returns nullptr for nBytes == 0. Throws PyCAMemoryException when the

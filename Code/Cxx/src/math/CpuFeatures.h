@@ -19,6 +19,14 @@ inline bool cpuHasAvx2() {
 #endif
 }
 
+/// The loops chosen at run time: 0 auto, 1 baseline, 2 AVX2 (see
+/// SetCPUDispatch in MemAlloc.h). One instance across the library.
+int cpuDispatchMode();
+
+/// True if the AVX2 loops are to run: the CPU has AVX2 and the baseline
+/// loops are not forced.
+inline bool cpuUseAvx2() { return cpuDispatchMode() != 1 && cpuHasAvx2(); }
+
 }  // namespace detail
 }  // namespace PyCA
 

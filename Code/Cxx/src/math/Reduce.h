@@ -207,7 +207,7 @@ __attribute__((target("avx2"))) typename Comb::T cpuReduceRangeAvx2(const Map m,
 template <class Map, class Comb, class... P>
 typename Comb::T cpuReduceRange(const Map& m, const Comb& comb, size_t lo, size_t hi, P... in) {
 #ifdef PYCA_RED_AVX2
-  if (cpuHasAvx2()) return cpuReduceRangeAvx2(m, comb, lo, hi, in...);
+  if (cpuUseAvx2()) return cpuReduceRangeAvx2(m, comb, lo, hi, in...);
 #endif
   return cpuReduceRangeBase(m, comb, lo, hi, in...);
 }

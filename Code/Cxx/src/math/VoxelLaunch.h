@@ -119,7 +119,7 @@ template <class Fn>
 void cpuForEachVoxel(const Fn& fn, int sx, int sy, int sz) {
   const long long rows = (long long)sy * sz;
   const size_t n = size_t(rows) * size_t(sx);
-  const bool avx2 = cpuHasAvx2();
+  const bool avx2 = cpuUseAvx2();
   if (n < kOmpMinVoxels) {
     for (long long r = 0; r < rows; ++r)
       voxelRowDispatch(fn, avx2, int(r % sy), int(r / sy), size_t(r) * size_t(sx), sx);
