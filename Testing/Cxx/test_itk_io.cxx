@@ -209,6 +209,30 @@ BOOST_AUTO_TEST_CASE(refused_input_leaves_target) {
   CHECK_PYCA_THROW(ITKFileIO::ReadHeader(g, t, (dir / "missing.nii").c_str()), PyCAException, "missing.nii");
 }
 
+// A save killed between the two renames of a .mhd pair leaves new data
+// beside the old header: the load refuses such a pair (ITK would read it).
+BOOST_AUTO_TEST_CASE(mixed_mhd_pair_refused) {
+  TempDir dir;
+  Image3D a(kGrid), b(GridInfo(Vec3Di(9, 5, 4)));
+  fill(a, 3);
+  fill(b, 4);
+  const std::string mhd = dir / "mix.mhd", other = dir / "other.mhd";
+  ITKFileIO::SaveImage(a, mhd.c_str());
+  ITKFileIO::SaveImage(b, other.c_str());
+  fs::copy_file(dir / "other.raw", dir / "mix.raw", fs::copy_options::overwrite_existing);
+  Image3D back;
+  CHECK_PYCA_THROW(ITKFileIO::LoadImage(back, mhd.c_str()), PyCAException, "different saves");
+  // compressed pairs: the size is the header's CompressedDataSize
+  ITKFileIO::SaveImage(a, mhd.c_str(), true);
+  ITKFileIO::SaveImage(b, other.c_str(), true);
+  fs::copy_file(dir / "other.zraw", dir / "mix.zraw", fs::copy_options::overwrite_existing);
+  CHECK_PYCA_THROW(ITKFileIO::LoadImage(back, mhd.c_str()), PyCAException, "different saves");
+  // a consistent pair loads
+  ITKFileIO::SaveImage(a, mhd.c_str(), true);
+  ITKFileIO::LoadImage(back, mhd.c_str());
+  BOOST_TEST(sameVoxels(back, a));
+}
+
 BOOST_AUTO_TEST_CASE(atomic_saves) {
   TempDir dir;
   Image3D im(kGrid);

@@ -18,6 +18,7 @@
 #include <fftw3.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -32,6 +33,7 @@
 #include <omp.h>
 #endif
 
+#include "AtomicFile.h"
 #include "FluidKernelFFTBackend.h"
 #include "Image3D.h"
 #include "MemAlloc.h"
@@ -108,16 +110,18 @@ void initOnce(PlanCache& c) {
   if (!c.wisdom.empty()) fftwf_import_wisdom_from_filename(c.wisdom.c_str());  // may not exist
 }
 
-/// Caller holds the mutex. Writes to a temporary file, then renames it, so a
-/// reader in another process never sees half a file.
+/// Caller holds the mutex. Written atomically (AtomicFile.h): a reader in
+/// another process never sees half a file, and a process killed at any
+/// moment leaves the earlier file or the complete new one. An unwritable
+/// folder only costs the next process its planning.
 void exportWisdom(const PlanCache& c) {
   if (c.wisdom.empty()) return;
   makeParentDirs(c.wisdom);
-  const std::string tmp = c.wisdom + ".tmp." + std::to_string(::getpid());
-  if (fftwf_export_wisdom_to_filename(tmp.c_str()))
-    std::rename(tmp.c_str(), c.wisdom.c_str());
-  else
-    std::remove(tmp.c_str());
+  char* text = fftwf_export_wisdom_to_string();
+  if (!text) return;
+  const std::string content(text);
+  std::free(text);  // fftw_export_wisdom_to_string allocates with malloc
+  writeFileAtomically(c.wisdom, content);
 }
 
 int planThreads(size_t nReal) {

@@ -100,6 +100,81 @@ void checkInput(const char* who, const std::string& name) {
   if (st.st_size == 0) fail(who, name, "the file is empty (0 bytes)");
 }
 
+// ---- .mhd pairs: the data file must be of the header's save ----
+// A save of a pair renames the data file, then the header (atomicWrite), so a
+// process killed between the two leaves new data beside the old header; ITK
+// reads such a mix without a word. The data file's size must be the
+// header's CompressedDataSize (compressed) or DimSize x channels x element
+// size (raw, HeaderSize 0). The same check as PyCA.Common.PyCAIO's.
+void checkMetaImagePair(const char* who, const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return;
+  std::string ext = name.substr(dot);
+  for (char& c : ext) c = char(std::tolower((unsigned char)c));
+  if (ext != ".mhd") return;
+  std::ifstream in(name, std::ios::binary);
+  std::string line, dataFile, type, dims;
+  std::string compressed = "false", compressedSize, headerSize = "0", channels = "1";
+  size_t read = 0;
+  while (read < 65536 && std::getline(in, line)) {
+    read += line.size() + 1;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    auto trim = [](std::string v) {
+      const size_t a = v.find_first_not_of(" \t\r"), b = v.find_last_not_of(" \t\r");
+      return a == std::string::npos ? std::string() : v.substr(a, b - a + 1);
+    };
+    std::string key = trim(line.substr(0, eq));
+    for (char& c : key) c = char(std::tolower((unsigned char)c));
+    const std::string val = trim(line.substr(eq + 1));
+    if (key == "elementdatafile") { dataFile = val; break; }
+    if (key == "elementtype") type = val;
+    else if (key == "dimsize") dims = val;
+    else if (key == "compresseddata") compressed = val;
+    else if (key == "compresseddatasize") compressedSize = val;
+    else if (key == "headersize") headerSize = val;
+    else if (key == "elementnumberofchannels") channels = val;
+  }
+  if (dataFile.empty() || dataFile == "LOCAL" || dataFile == "LIST" ||
+      dataFile.find_first_of(" %") != std::string::npos)
+    return;
+  const size_t slash = name.rfind('/');
+  const std::string path = dataFile[0] == '/' || slash == std::string::npos ? dataFile
+                                                                            : name.substr(0, slash + 1) + dataFile;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return;  // the reader reports a missing data file
+  static const std::pair<const char*, int> kBytes[] = {
+      {"MET_UCHAR", 1}, {"MET_CHAR", 1},  {"MET_USHORT", 2}, {"MET_SHORT", 2},         {"MET_UINT", 4},
+      {"MET_INT", 4},   {"MET_FLOAT", 4}, {"MET_DOUBLE", 8}, {"MET_ULONG_LONG", 8}, {"MET_LONG_LONG", 8}};
+  try {
+    unsigned long long want = 0;
+    std::string lc = compressed;
+    for (char& c : lc) c = char(std::tolower((unsigned char)c));
+    if (lc == "true") {
+      if (compressedSize.empty()) return;
+      want = std::stoull(compressedSize);
+    } else {
+      if (std::stod(headerSize) != 0) return;
+      int bytes = 0;
+      for (const auto& kb : kBytes)
+        if (type == kb.first) bytes = kb.second;
+      if (!bytes) return;
+      long double n = (long double)bytes * std::stod(channels);
+      std::istringstream ds(dims);
+      double d;
+      while (ds >> d) n *= d;
+      if (n < 0 || n > 1.8e19L) return;  // absurd: the header checks report it
+      want = (unsigned long long)n;
+    }
+    if (want != (unsigned long long)st.st_size)
+      fail(who, name, "the data file '" + dataFile + "' has " + std::to_string((long long)st.st_size) +
+                          " bytes, the header expects " + std::to_string(want) +
+                          " (header and data of different saves: an interrupted save?)");
+  } catch (const std::invalid_argument&) {
+  } catch (const std::out_of_range&) {
+  }
+}
+
 // ---- NIfTI completeness: ITK reads a truncated .nii / .nii.gz silently ----
 
 struct HeaderReader {
@@ -455,6 +530,7 @@ typename TImage::Pointer readFile(const char* who, const std::string& name, bool
                                   GridInfo& grid, unsigned* nComp = nullptr) {
   registerFactories();
   checkInput(who, name);
+  checkMetaImagePair(who, name);
   auto reader = itk::ImageFileReader<TImage>::New();
   reader->SetFileName(name);
   try {

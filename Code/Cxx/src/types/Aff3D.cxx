@@ -1,6 +1,8 @@
 // Aff3D: the PLUNC-style text files, and the float/double instantiations.
 #include "Aff3D.h"
 
+#include "AtomicFile.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -20,15 +22,15 @@ namespace PyCA {
 
 template <typename T>
 void Aff3D<T>::writePLUNCStyle(const std::string& filename) const {
-  std::ofstream os(filename.c_str());
-  if (!os)
-    throw PyCAException(__FILE__, __LINE__, "cannot open '" + filename + "' for writing");
+  // Written whole, then moved into place: a kill leaves the earlier file.
+  std::ostringstream os;
   os.precision(std::numeric_limits<T>::max_digits10);
   for (int c = 0; c < 3; ++c)
     os << matrix(0, c) << " " << matrix(1, c) << " " << matrix(2, c) << " 0\n";
   os << vector.x << " " << vector.y << " " << vector.z << " 1\n";
-  os.close();
-  if (!os) throw PyCAException(__FILE__, __LINE__, "error writing '" + filename + "'");
+  std::string why;
+  if (!detail::writeFileAtomically(filename, os.str(), &why))
+    throw PyCAException(__FILE__, __LINE__, "cannot open '" + filename + "' for writing (" + why + ")");
 }
 
 template <typename T>

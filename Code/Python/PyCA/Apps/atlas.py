@@ -102,6 +102,7 @@ import copy
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -425,11 +426,8 @@ def _jsonable(v):
 
 
 def _write_json(path, data):
-    tmp = '%s.tmp-%d' % (path, os.getpid())
-    with open(tmp, 'w') as f:
-        json.dump(_jsonable(data), f, indent=2, allow_nan=False)
-        f.write('\n')
-    os.replace(tmp, path)
+    from PyCA.Common.PyCAIO import _atomic_json
+    _atomic_json(path, _jsonable(data), 'build_atlas', indent=2, allow_nan=False)   # fsync + os.replace
 
 
 def _draw_atlas_summary(path, atlas, mean, shown, energy, title, mnorm=None):
@@ -483,9 +481,9 @@ def _draw_atlas_summary(path, atlas, mean, shown, energy, title, mnorm=None):
     ax.set_title('energy per atlas iteration', fontsize=9)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    tmp = path + '.tmp-%d.png' % os.getpid()
-    fig.savefig(tmp, dpi=80)
-    os.replace(tmp, path)
+    from PyCA.Common.PyCAIO import _atomic_save
+    _atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=80, format='png'), 'build_atlas',
+                 itk_errors=False)   # temporary beside it, fsync, os.replace
 
 
 def _write_outputs(ctx, out, res, subjects_local, extra, direction=None):
@@ -920,11 +918,16 @@ def _int_arg(text, what, lo):
     return v
 
 
+_TMP_NAME = re.compile(r'\.tmp-\d+-\d+(\.|$)')
+
+
 def _expand(patterns):
     files = []
     for p in patterns:
         if any(c in p for c in '*?['):
-            hits = sorted(glob.glob(p))
+            # leftovers of a killed atomic save (``name.tmp-<pid>-<n>.nii.gz``,
+            # PyCA.Common.PyCAIO) are not subjects
+            hits = sorted(h for h in glob.glob(p) if not _TMP_NAME.search(os.path.basename(h)))
             if not hits:
                 raise UsageError("no file matches '%s'" % p)
             files.extend(hits)

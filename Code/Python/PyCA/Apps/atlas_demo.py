@@ -51,7 +51,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -298,19 +297,9 @@ def _describe(argv, n, folder):
 
 
 def _write_json_atomic(path, data):
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix='.atlas_summary.', suffix='.tmp', dir=d)
-    try:
-        with os.fdopen(fd, 'w') as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write('\n')
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Temporary file beside path, fsync, os.replace, fsync of the folder."""
+    from PyCA.Common.PyCAIO import _atomic_json
+    _atomic_json(path, data, 'atlas_demo', indent=2, sort_keys=True)
 
 
 # --------------------------------------------------------------------------- run

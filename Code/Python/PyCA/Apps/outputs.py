@@ -24,7 +24,6 @@ The mismatch is the mean squared intensity difference with the fixed image
 (inside ``mask`` when given), on the full-resolution fixed grid: initial =
 moving, final = deformed; ``mismatch_ratio`` = final / initial.
 """
-import json
 import math
 import numbers
 import os
@@ -300,7 +299,9 @@ def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, 
                        summary['iterations'], summary['total_seconds'] or 0.0, summary['device']))
     sep = ':  ' if len(head) + len(numbers_line) <= 150 else '\n'
     fig.suptitle(head + sep + numbers_line, fontsize=12 if sep != '\n' else 11, fontweight='bold')
-    fig.savefig(path, dpi=100, format='png')
+    from PyCA.Common.PyCAIO import _atomic_save
+    _atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=100, format='png'), 'write_outputs',
+                 itk_errors=False)   # temporary beside it, fsync, os.replace
 
 
 def _draw_grid(ax, g, H, axis, k):
@@ -471,9 +472,6 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     del summary['_extra']
     summary['files'] = dict(files)
     data = _jsonable(summary)
-    tmp = files['summary_json'] + '.tmp-%d' % os.getpid()
-    with open(tmp, 'w') as f:
-        json.dump(data, f, indent=2, allow_nan=False)
-        f.write('\n')
-    os.replace(tmp, files['summary_json'])
+    from PyCA.Common.PyCAIO import _atomic_json
+    _atomic_json(files['summary_json'], data, 'write_outputs', indent=2, allow_nan=False)
     return data

@@ -53,7 +53,11 @@ Conventions
   separate data file (``.mhd`` + ``.raw``/``.zraw``, ``.nhdr``) write both
   as temporaries, point the header at the final data name, then rename the
   data file and then the header: each rename is atomic, the pair is not
-  (use ``.mha`` or ``.nrrd`` for a single file).
+  (use ``.mha`` or ``.nrrd`` for a single file). A kill between the two
+  renames leaves the new data file beside the old header; a load refuses
+  such a mix when the data file's size is not the one the header names
+  (compressed pairs, other sizes) and otherwise (same grid, raw data) reads
+  the new voxels with the old header's (equal) geometry.
 
 Nothing here touches the network; SimpleITK, matplotlib and pydicom are
 imported when first needed.
@@ -228,9 +232,11 @@ def _fix_header_refs(header, tmp_stem, stem):
         f.write(b'\n'.join(lines))
 
 
-def _atomic_save(fname, write, who):
+def _atomic_save(fname, write, who, itk_errors=True):
     """Runs write(tmp_path) and moves the result over fname atomically (see
-    the module notes). write's SimpleITK errors become OSError naming fname."""
+    the module notes). write's SimpleITK errors become OSError naming fname
+    (with itk_errors; without, write's exceptions propagate as they are).
+    Also used by PyCA.Apps (JSON, summary PNGs) and PyCA.Display (figures)."""
     target = os.path.realpath(fname) if os.path.islink(fname) else fname
     folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
@@ -252,6 +258,8 @@ def _atomic_save(fname, write, who):
         try:
             write(tmp)
         except RuntimeError as e:  # SimpleITK
+            if not itk_errors:
+                raise
             raise OSError("%s: cannot write '%s': %s" % (who, fname, _itk_reason(e))) from e
         made = ours()
         if os.path.basename(tmp) not in made:
@@ -279,6 +287,18 @@ def _atomic_save(fname, write, who):
             except OSError:
                 pass
         raise
+
+
+def _atomic_json(fname, data, who, **dump_kw):
+    """Writes json.dumps(data, **dump_kw) + newline to fname atomically
+    (temporary file beside it, fsync, os.replace, fsync of the folder)."""
+    import json
+    text = json.dumps(data, **dump_kw) + '\n'  # errors (NaN, types) before any file is made
+
+    def write(tmp):
+        with open(tmp, 'w') as f:
+            f.write(text)
+    _atomic_save(os.fspath(fname), write, who, itk_errors=False)
 
 
 # ---------------------------------------------------------------------------
@@ -419,6 +439,58 @@ def _check_metaimage_header(fname, who):
             return
 
 
+_MET_BYTES = {'MET_UCHAR': 1, 'MET_CHAR': 1, 'MET_USHORT': 2, 'MET_SHORT': 2, 'MET_UINT': 4,
+              'MET_INT': 4, 'MET_FLOAT': 4, 'MET_DOUBLE': 8, 'MET_ULONG_LONG': 8, 'MET_LONG_LONG': 8}
+
+
+def _check_metaimage_pair(fname, who):
+    """A .mhd header and its data file must be of one save: the size of the
+    data file is the header's CompressedDataSize (compressed) or DimSize x
+    components x element size (raw). A save of a pair renames the data file
+    and then the header, so a process killed between the two renames leaves
+    the new data beside the old header; ITK would read that mix without a
+    word (garbage voxels), so it is refused here."""
+    if not fname.lower().endswith('.mhd'):
+        return
+    try:
+        with open(fname, 'rb') as f:
+            head = f.read(65536)
+    except OSError:
+        return
+    keys = {}
+    for line in head.split(b'\n'):
+        key, sep, val = line.partition(b'=')
+        if sep:
+            k = key.strip().lower().decode('latin-1')
+            keys[k] = val.strip().decode('latin-1')
+            if k == 'elementdatafile':
+                break
+    data = keys.get('elementdatafile', '')
+    if not data or data.upper() in ('LOCAL', 'LIST') or ' ' in data or '%' in data:
+        return
+    path = data if os.path.isabs(data) else os.path.join(os.path.dirname(os.path.abspath(fname)), data)
+    try:
+        have = os.path.getsize(path)
+    except OSError:
+        return  # the reader reports a missing data file
+    try:
+        if keys.get('compresseddata', 'false').lower() == 'true':
+            if 'compresseddatasize' not in keys:
+                return
+            want = int(keys['compresseddatasize'])
+        else:
+            if int(float(keys.get('headersize', '0'))) != 0 or keys.get('elementtype') not in _MET_BYTES:
+                return
+            want = _MET_BYTES[keys['elementtype']] * int(float(keys.get('elementnumberofchannels', '1')))
+            for v in keys.get('dimsize', '').split():
+                want *= int(float(v))
+    except ValueError:
+        return  # _check_metaimage_header / the reader report malformed numbers
+    if want != have:
+        raise _bad_file(who, fname, "the data file '%s' has %d bytes, the header expects %d (header and "
+                        "data of different saves: an interrupted save?)" % (data, have, want))
+
+
 def _check_header_numbers(reader, fname, who):
     """Sizes, spacings and origins a grid can hold (int32 sizes, finite
     float32 spacings and origins), else a clear error naming the file."""
@@ -438,6 +510,7 @@ def _read_sitk(fname, who, vector):
     sitk = _sitk(who)
     _check_input(fname, who)
     _check_metaimage_header(fname, who)
+    _check_metaimage_pair(fname, who)
     reader = sitk.ImageFileReader()
     reader.SetFileName(fname)
     try:

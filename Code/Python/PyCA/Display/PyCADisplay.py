@@ -74,11 +74,27 @@ def _axes(newFig, ax):
     return plt.gcf(), plt.gca()
 
 
+def _atomic_mpl(fname, save, who, add_ext=True):
+    """Runs save(tmp, format) (a matplotlib savefig / imsave) into a temporary
+    file beside fname and moves it over fname (PyCAIO's atomic save: fsync,
+    os.replace), so a killed process never leaves a half-written picture.
+    The format is fname's extension, else rcParams['savefig.format'] (which
+    savefig, with add_ext, appends to the name, as matplotlib does)."""
+    from PyCA.Common.PyCAIO import _atomic_save
+    fname = os.fspath(fname)
+    ext = os.path.splitext(fname)[1]
+    fmt = ext[1:].lower() if ext else matplotlib.rcParams['savefig.format']
+    if not ext and add_ext:
+        fname = fname.rstrip('.') + '.' + fmt
+    _atomic_save(fname, lambda tmp: save(tmp, fmt), who, itk_errors=False)
+    return fname
+
+
 def _finish(fig, ax, title, fname):
     if title is not None:
         ax.set_title(title)
     if fname is not None:
-        fig.savefig(os.fspath(fname))
+        _atomic_mpl(fname, lambda tmp, fmt: fig.savefig(tmp, format=fmt), 'savefig')
     return fig, ax
 
 
@@ -172,7 +188,8 @@ def SaveSlice(fname, im, sliceIdx=None, dim='z', cmap='gray', rng=None, t=False)
     vmin, vmax = _range(rng)
     if s.size == 0:
         raise ValueError("SaveSlice: the slice has no voxels")
-    plt.imsave(os.fspath(fname), s, cmap=cmap, vmin=vmin, vmax=vmax)
+    _atomic_mpl(fname, lambda tmp, fmt: plt.imsave(tmp, s, cmap=cmap, vmin=vmin, vmax=vmax, format=fmt),
+                'SaveSlice', add_ext=False)
     return s
 
 
@@ -198,7 +215,7 @@ def SaveThreePaneArr(npimg, outname, cmap='gray', rng=None, sliceIdx=None, title
         ax.set_axis_off()
     if title is not None:
         fig.suptitle(title)
-    fig.savefig(os.fspath(outname))
+    _atomic_mpl(outname, lambda tmp, fmt: fig.savefig(tmp, format=fmt), 'SaveThreePaneArr')
     return fig, axes
 
 
@@ -364,7 +381,8 @@ def GenDefFrames(I0, V, outPattern=None, sliceIdx=None, dim='z', cmap='gray', rn
             if h is not None:
                 GridPlot(h, sliceIdx, dim, every=int(gridEvery), isVF=False, plotBase=False,
                          ax=ax, t=t)
-            fig.savefig(_frame_name(os.fspath(outPattern), k))
+            _atomic_mpl(_frame_name(os.fspath(outPattern), k),
+                        lambda tmp, fmt: fig.savefig(tmp, format=fmt), 'GenDefFrames')
             plt.close(fig)
     return frames
 

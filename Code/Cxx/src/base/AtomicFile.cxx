@@ -1,0 +1,69 @@
+// AtomicFile.cxx -- see AtomicFile.h.
+#include "AtomicFile.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace PyCA {
+namespace detail {
+
+namespace {
+std::atomic<unsigned long> gCounter{0};
+
+bool fail(std::string* why, const std::string& what, int err) {
+  if (why) *why = what + ": " + std::strerror(err);
+  return false;
+}
+}  // namespace
+
+bool writeFileAtomically(const std::string& path, const std::string& content, std::string* why) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(gCounter.fetch_add(1));
+  // Keep the mode of a file being replaced (a new one gets 0666 & ~umask).
+  struct stat st;
+  const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0666;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return fail(why, "cannot create '" + tmp + "'", errno);
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return fail(why, "cannot write '" + tmp + "'", err);
+    }
+    p += n;
+    left -= size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return fail(why, "cannot sync '" + tmp + "'", err);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(why, "cannot replace '" + path + "'", err);
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
+  if (dfd >= 0) {  // some file systems cannot sync folders; the rename is still atomic
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace PyCA
