@@ -19,12 +19,15 @@ timeout; the child prints (flushed) ``CALL <i> <repr>`` before every call, so
 a crash or hang is reported with the offending call. The child also checks
 that the ThreadMemoryManager has no pool in use after every call and holds
 no more pools at the end than the pools it needed (no leaked pools), and
-that host input arrays (not aliased with an output) are unchanged.
+that host input arrays (not aliased with an output) are unchanged, and that
+the memory the process holds (resident, after gc and malloc_trim) returns to
+within LEAK_BYTES of its level after the first WARMUP_CALLS calls (no leak).
 
 File fuzzing: mutated NIfTI (.nii, .nii.gz), MetaImage (.mha) and NRRD
 (.nrrd) files made from small valid images (truncation, flipped bytes,
 absurd header sizes/dims) are loaded with PyCA.Common.LoadITKImage in a
-child with RLIMIT_AS = 2 GB: each must load or raise, never crash.
+child whose address space may grow by at most 2 GB (RLIMIT_AS): each must
+load or raise, never crash.
 
 Usage: python fuzz_api.py --calls N --seed S [--files M] [--batch B]
 """
@@ -96,6 +99,13 @@ GRIDS = [
     ((7, 3, 2), (1, 1, 1), (-1.0, 0.0, 3.0)),
 ]
 MANAGER_GRID = ((8, 8, 8), (1, 1, 1), (0, 0, 0))
+MANAGER_VOXELS = 512
+#: guard floats before and after the canary views, and their value
+CANARY = 64
+CANARY_VALUE = -12345.6789
+#: grids that cannot be allocated (tried every HUGE_EVERY calls)
+HUGE_GRIDS = [(1 << 20, 1 << 20, 1 << 10), (2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1), (1 << 16, 1 << 16, 1 << 16)]
+HUGE_EVERY = 50
 
 FLOATS = [0.5, 0.0, -1.0, 2.0, 1e-30, float("nan"), float("inf"), -float("inf"), 3.4e38,
           -1e300, 1e300, -0.0]
@@ -130,6 +140,7 @@ class Gen:
         self.ovls = [o for n in sorted(overloads) if n not in SKIP and n not in KNOWN_CRASHES
                      and hasattr(ca, n) for o in overloads[n]]
         self.keep = []
+        self.canaries = []
         ca_ = ca
         self.enums = {
             "bg": [getattr(ca_, n) for n in dir(ca_) if n.startswith("BACKGROUND_STRATEGY_")],
@@ -153,7 +164,26 @@ class Gen:
         tag = "%s%s" % (kind, "x".join(map(str, gspec[0])))
         if mem == "devempty":
             return Arg(cls(ca.MEM_DEVICE), kind + "(MEM_DEVICE)")
-        o = cls(self.grid(gspec), ca.MEM_HOST)
+        nvox = gspec[0][0] * gspec[0][1] * gspec[0][2]
+        if mem == "managed" and 0 < nvox <= MANAGER_VOXELS:
+            # a pool of the thread's memory manager
+            mcls = ca.ManagedImage3D if kind == "Im" else ca.ManagedField3D
+            o = mcls(self.grid(gspec), ca.MEM_HOST)
+            tag += "@managed"
+        elif mem == "canary" and nvox > 0:
+            # a view into a NumPy buffer with guard regions before and after it
+            import numpy as np
+            nc = 1 if kind == "Im" else 3
+            buf = np.full(nc * nvox + 2 * CANARY, CANARY_VALUE, dtype=np.float32)
+            sx, sy, sz = gspec[0]
+            view = buf[CANARY:CANARY + nc * nvox].reshape(nc, sz, sy, sx).transpose(0, 3, 2, 1)
+            o = cls.FromDLPack(view[0] if kind == "Im" else view, copy=False)
+            o.grid().setSpacing(self.ca.Vec3Df(*gspec[1]))
+            o.grid().setOrigin(self.ca.Vec3Df(*gspec[2]))
+            self.canaries.append(buf)
+            tag += "@canary"
+        else:
+            o = cls(self.grid(gspec), ca.MEM_HOST)
         vals = r.choice(([0.5], [0.0], [-1.0, 2.0, 0.25], [float("nan")], [1e30, -3.0], [1.0, 0.0]))
         comps = [o.asnp()] if kind == "Im" else list(o.asnp())
         for c in comps:
@@ -162,6 +192,14 @@ class Gen:
         if mem == "dev":
             o.toType(ca.MEM_DEVICE)
             tag += "@dev"
+        if mem == "mutated":
+            # the live grid reference changed behind the buffer's back
+            g = o.grid()
+            sx, sy, sz = gspec[0]
+            new_size = r.choice([(sx * 2 + 1, sy, sz), (sx, sy + 3, sz), (max(sx - 1, 0), sy, sz),
+                                 (0, 0, 0), (sx, sy, sz * 4 + 1)])
+            g.setSize(ca.Vec3Di(*new_size))
+            tag += "@grid->%s" % "x".join(map(str, new_size))
         return Arg(o, "%s%s" % (tag, vals))
 
     def bad(self, r, gspec):
@@ -199,6 +237,12 @@ class Gen:
                 mem = "devempty"
             elif u < 0.08 and self.has_gpu:
                 mem = "dev"
+            elif u < 0.16:
+                mem = "managed"
+            elif u < 0.26:
+                mem = "canary"
+            elif u < 0.30:
+                mem = "mutated"
             return self.array(r, t, g, mem)
         if t == "float":
             v = 0.5 if r.random() < 0.5 else r.choice(FLOATS)
@@ -243,6 +287,7 @@ class Gen:
         """(overload, [Arg], input positions to check, output positions)."""
         r = random.Random("%d:%d" % (seed, i))
         self.keep = []
+        self.canaries = []
         ovl = r.choice(self.ovls)
         gspec = r.choice(GRIDS)
         args = []
@@ -293,10 +338,15 @@ def describe(ovl, args):
 
 
 def _snap(ca, o):
+    """Copies of the voxels, or None where the object has no view (a grid
+    mutated beyond its buffer)."""
     import numpy as np
-    if isinstance(o, ca.Field3D):
-        return [np.array(v) for v in o.asnp()]
-    return [np.array(o.asnp())]
+    try:
+        if isinstance(o, ca.Field3D):
+            return [np.array(v) for v in o.asnp()]
+        return [np.array(o.asnp())]
+    except RuntimeError:
+        return None
 
 
 def _same(a, b):
@@ -304,10 +354,33 @@ def _same(a, b):
     return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
 
 
+#: calls run before the process's memory is measured, and the growth allowed
+#: after them (allocator fragmentation, Python's own caches)
+WARMUP_CALLS = 200
+LEAK_BYTES = 16 << 20
+
+
+def _rss_after_trim():
+    """Resident bytes of this process after a collection and malloc_trim
+    (freed heap memory handed back to the system), or 0 off Linux."""
+    import gc
+    gc.collect()
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
 def child_calls(seed, start, count, check_every=1):
     """Runs calls [start, start+count) of seed; exits non-zero on a broken
     property (after printing FAIL ...)."""
-    import numpy as np  # noqa: F401
+    import numpy as np
     import PyCA.Core as ca
     has_gpu = ca.GetNumberOfCUDADevices() > 0
     gen = Gen(ca, load_overloads(), has_gpu)
@@ -317,7 +390,12 @@ def child_calls(seed, start, count, check_every=1):
     base = mm.getNumPools()
     out = sys.stdout
     nraise = nret = 0
+    warm = start + min(WARMUP_CALLS, count // 4)  # caches, FFT plans, lazy imports
+    rss0 = None
+    keep = [] if os.environ.get("PYCA_FUZZ_SELFTEST_LEAK") else None
     for i in range(start, start + count):
+        if i == warm:
+            rss0 = _rss_after_trim()
         ovl, args, inputs = gen.call(seed, i)
         out.write("CALL %d %s\n" % (i, describe(ovl, args)))
         out.flush()
@@ -332,19 +410,60 @@ def child_calls(seed, start, count, check_every=1):
             out.write("FAIL %d unexpected exception %s: %s\n" % (i, type(e).__name__, str(e)[:200]))
             out.flush()
             sys.exit(3)
-        if mm.poolsInUse() != 0:
-            out.write("FAIL %d pools still in use after the call: %d\n" % (i, mm.poolsInUse()))
+        # managed arguments hold their pools until they are dropped
+        held = {id(a.value): (1 if isinstance(a.value, ca.Image3D) else 3)
+                for a in args if isinstance(a.value, (ca.ManagedImage3D, ca.ManagedField3D))}
+        if mm.poolsInUse() != sum(held.values()):
+            out.write("FAIL %d pools in use after the call: %d (managed arguments hold %d)\n"
+                      % (i, mm.poolsInUse(), sum(held.values())))
             out.flush()
             sys.exit(4)
+        for buf in gen.canaries:
+            if not (np.all(buf[:CANARY] == np.float32(CANARY_VALUE))
+                    and np.all(buf[-CANARY:] == np.float32(CANARY_VALUE))):
+                out.write("FAIL %d wrote outside its output (a guard region changed)\n" % i)
+                out.flush()
+                sys.exit(7)
+        if i % HUGE_EVERY == 0:
+            for size in HUGE_GRIDS:
+                for make in (lambda g: ca.Image3D(g, ca.MEM_HOST), lambda g: ca.Field3D(g, ca.MEM_HOST),
+                             lambda g: ca.MemoryManager(g, ca.MEM_HOST, 1)):
+                    try:
+                        make(ca.GridInfo(ca.Vec3Di(*size)))
+                    except (MemoryError, ValueError, OverflowError):
+                        pass
+                    else:
+                        out.write("FAIL %d an allocation of a %r grid succeeded\n" % (i, size))
+                        out.flush()
+                        sys.exit(8)
         for k, snap in before.items():
-            if not _same(snap, _snap(ca, args[k].value)):
+            if snap is not None and not _same(snap, _snap(ca, args[k].value)):
                 out.write("FAIL %d input argument %d (%s) was modified\n" % (i, k, ovl.params[k].name))
                 out.flush()
                 sys.exit(5)
+        if keep is not None:  # self-test of the leak check: hold 16 KiB per call
+            leak = ca.Image3D(gen.grid(((16, 16, 16), (1, 1, 1), (0, 0, 0))), ca.MEM_HOST)  # 16 KiB
+            ca.SetMem(leak, 1.0)  # touched, so resident
+            keep.append(leak)
         del args
+        gen.canaries = []
+        if mm.poolsInUse() != 0:
+            out.write("FAIL %d pools still in use once the arguments are gone: %d\n" % (i, mm.poolsInUse()))
+            out.flush()
+            sys.exit(4)
+    # memory held by the process returns to its level after the warm-up (the
+    # sanitizer run skips this: ASan holds freed memory in its quarantine)
+    grow = 0
+    if rss0 is not None and not os.environ.get("PYCA_SANITIZED"):
+        grow = _rss_after_trim() - rss0
+        if grow > LEAK_BYTES:
+            out.write("FAIL %d process memory grew by %d bytes over calls %d..%d (bound %d)\n"
+                      % (start + count - 1, grow, warm, start + count - 1, LEAK_BYTES))
+            out.flush()
+            sys.exit(6)
     # the manager never shrinks; pools added during the batch must all be free
-    out.write("DONE returned=%d raised=%d pools=%d(base %d) inuse=%d\n"
-              % (nret, nraise, mm.getNumPools(), base, mm.poolsInUse()))
+    out.write("DONE returned=%d raised=%d pools=%d(base %d) inuse=%d rss_growth=%d\n"
+              % (nret, nraise, mm.getNumPools(), base, mm.poolsInUse(), grow))
     out.flush()
     ca.ThreadMemoryManager.destroy()
     return 0
@@ -461,7 +580,11 @@ def child_files(folder, limit_bytes):
     import PyCA.Common as common
     import PyCA.Core  # noqa: F401
     import SimpleITK  # noqa: F401  (imported before the limit)
-    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    # limit_bytes beyond what the process maps now: CUDA builds map a lot, and
+    # under AddressSanitizer the shadow memory alone is terabytes of address space
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + limit_bytes, mapped + limit_bytes))
     out = sys.stdout
     with open(os.path.join(folder, "list.txt")) as f:
         names = f.read().split()
@@ -545,6 +668,14 @@ def fuzz_calls(calls, seed, batch=1000, timeout=120, start=0):
     return fails, totals
 
 
+def _asan_new_oom(msg):
+    """True for a sanitized child stopped by ASan because operator new (not
+    PyCA's allocator, which uses aligned_alloc and reports MemoryError) could
+    not get the memory."""
+    return bool(os.environ.get("PYCA_SANITIZED")) and "AddressSanitizer: allocator is out of memory" in msg \
+        and "in operator new" in msg
+
+
 def fuzz_files(per_format, seed, batch=400, timeout=120, limit=2 << 30, keep_dir=None):
     """Mutates per_format files per format; returns ([failures], {result: count},
     [files that hit MemoryError], [(file, reason) of known third-party crashes])."""
@@ -582,6 +713,13 @@ def fuzz_files(per_format, seed, batch=400, timeout=120, limit=2 << 30, keep_dir
             why = known_file_crash(os.path.join(folder, bad)) if bad and "signal" in msg else None
             if why:
                 known.append((bad, why))
+            elif bad and _asan_new_oom(msg):
+                # Under AddressSanitizer a throwing operator new that cannot be
+                # satisfied aborts instead of throwing std::bad_alloc (ASan has no
+                # way to throw); without ASan this is the MemoryError outcome,
+                # which the plain build's run checks.
+                counts["MemoryError"] = counts.get("MemoryError", 0) + 1
+                memerr.append(bad)
             else:
                 fails.append("%s: %s" % (bad, msg))
             pos += done + 1
