@@ -180,6 +180,13 @@ BOOST_AUTO_TEST_CASE(refused_input_leaves_target) {
   fill(flat, 2);
   ITKFileIO::SaveImage(flat, (dir / "flat.nrrd").c_str());
   fs::rename(dir / "flat.nrrd", dir / "mislabelled.nii");
+  // an infinite sform entry (ITK's NIfTI reader spins on it): sform_code 1, srow_y[1] = -inf
+  std::string infSform = data;
+  infSform[254] = 1;
+  infSform[255] = 0;
+  const unsigned char negInf[4] = {0x00, 0x00, 0x80, 0xff};
+  for (int i = 0; i < 4; ++i) infSform[300 + i] = char(negInf[i]);
+  writeAll(dir / "inf_sform.nii", infSform);
 
   Image3D target(GridInfo(Vec3Di(2, 2, 2)));
   for (size_t i = 0; i < target.nVox(); ++i) target(i) = 42.f;
@@ -192,6 +199,7 @@ BOOST_AUTO_TEST_CASE(refused_input_leaves_target) {
       {dir / "trunc.nii.gz", "truncated gzip stream"},
       {dir / "vec.mha", "3 components per pixel"},
       {dir / "mislabelled.nii", "mislabelled.nii"},  // ITK 5.2 finds no reader; 5.4 reads NRRD content
+      {dir / "inf_sform.nii", "non-finite value in its sform"},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.name) {
@@ -207,6 +215,7 @@ BOOST_AUTO_TEST_CASE(refused_input_leaves_target) {
   GridInfo g;
   ITKFileIO::ComponentType t;
   CHECK_PYCA_THROW(ITKFileIO::ReadHeader(g, t, (dir / "missing.nii").c_str()), PyCAException, "missing.nii");
+  CHECK_PYCA_THROW(ITKFileIO::ReadHeader(g, t, (dir / "inf_sform.nii").c_str()), PyCAException, "sform");
 }
 
 // A save killed between the two renames of a .mhd pair leaves new data

@@ -1,6 +1,7 @@
 """PyCA.Common file IO (PyCAIO): SimpleITK formats, NumPy, PNG, DICOM, the
 dispatchers, error handling, atomic saves, and _ITKFileIO in ITK builds."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -607,6 +608,41 @@ def test_truncated_nifti_messages(tmp_path):
     with open(str(tmp_path / "m.nii.gz"), "wb") as f:
         f.write(gzip.compress(body[:1000]) + gzip.compress(body[1000:]))
     assert np.array_equal(common.LoadITKImage(str(tmp_path / "m.nii.gz")).asnp(), im.asnp())
+
+
+@pytest.mark.parametrize("what", ["sform", "qform", "pixdim"])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize("ext", [".nii", ".nii.gz"])
+def test_nonfinite_nifti_transform_refused(tmp_path, what, value, ext):
+    """ITK's NIfTI reader spins without end on a header with an infinite
+    sform entry (found by the fuzzer); such headers are refused first, by
+    LoadITKImage, LoadITKField, ReadGrid and the C++ reader."""
+    import gzip
+    import struct
+    im, _ = rand_image((6, 5, 4))
+    fn = str(tmp_path / "t.nii")
+    common.SaveITKImage(im, fn)
+    b = bytearray(open(fn, "rb").read())
+    if what == "sform":
+        b[254:256] = struct.pack("<h", 1)
+        b[300:304] = struct.pack("<f", value)   # srow_y[1]
+    elif what == "qform":
+        b[252:254] = struct.pack("<h", 1)
+        b[272:276] = struct.pack("<f", value)   # qoffset_y
+    else:
+        b[80:84] = struct.pack("<f", value)     # pixdim[1]
+    out = str(tmp_path / ("bad" + ext))
+    with (gzip.open(out, "wb") if ext.endswith(".gz") else open(out, "wb")) as f:
+        f.write(bytes(b))
+    for load in (common.LoadITKImage, common.ReadGrid):
+        with pytest.raises(OSError, match=r"bad\.nii.*holds %s in its %s" % (re.escape(repr(value)), what)):
+            load(out)
+    if hasattr(ca, "_ITKFileIO"):
+        io = ca._ITKFileIO
+        with pytest.raises(OSError, match="non-finite value in its %s" % what):
+            io.LoadImage(ca.Image3D(ca.MEM_HOST), out)
+        with pytest.raises(OSError, match="non-finite value in its %s" % what):
+            io.ReadHeader(ca.GridInfo(), out)
 
 
 def test_wrong_extension_content(tmp_path):

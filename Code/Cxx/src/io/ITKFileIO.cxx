@@ -7,8 +7,10 @@
 #include <dirent.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -262,6 +264,41 @@ NiftiHeader readNiftiHeader(const char* who, const std::string& name) {
   gzclose(f);
   if (h.n < 0) fail(who, name, "corrupt compressed NIfTI header");
   return h;
+}
+
+// A NIfTI header whose voxel sizes or spatial transform (qform when
+// qform_code > 0, sform when sform_code > 0) hold NaN or infinity is refused
+// before ITK reads it: ITK's NIfTI reader spins without end on one (found by
+// the fuzzer). The same check as PyCA.Common.PyCAIO's.
+void checkNiftiTransform(const char* who, const std::string& name, const NiftiHeader& h) {
+  if (h.n < 348) return;
+  for (int s = 0; s < 2; ++s) {
+    HeaderReader r{h.bytes, s == 1};
+    const int32_t sz = r.get<int32_t>(0);
+    std::vector<std::pair<const char*, double>> vals;
+    if (sz == 348) {
+      const int nd = std::min(std::max(int(r.get<int16_t>(40)), 0), 7);
+      for (int i = 0; i <= nd; ++i) vals.emplace_back("pixdim", r.get<float>(76 + 4 * i));
+      if (r.get<int16_t>(252) > 0)
+        for (int i = 0; i < 6; ++i) vals.emplace_back("qform", r.get<float>(256 + 4 * i));
+      if (r.get<int16_t>(254) > 0)
+        for (int i = 0; i < 12; ++i) vals.emplace_back("sform", r.get<float>(280 + 4 * i));
+    } else if (sz == 540 && h.n >= 540) {
+      const int nd = int(std::min<int64_t>(std::max<int64_t>(r.get<int64_t>(16), 0), 7));
+      for (int i = 0; i <= nd; ++i) vals.emplace_back("pixdim", r.get<double>(104 + 8 * i));
+      if (r.get<int32_t>(344) > 0)
+        for (int i = 0; i < 6; ++i) vals.emplace_back("qform", r.get<double>(352 + 8 * i));
+      if (r.get<int32_t>(348) > 0)
+        for (int i = 0; i < 12; ++i) vals.emplace_back("sform", r.get<double>(400 + 8 * i));
+    } else {
+      continue;
+    }
+    for (const auto& v : vals)
+      if (!std::isfinite(v.second))
+        fail(who, name, std::string("the NIfTI header holds a non-finite value in its ") + v.first +
+                            " (voxel sizes and the spatial transform must be finite)");
+    return;
+  }
 }
 
 // ITK reads a vector NIfTI with one z plane as 2-D (spacing.z 1, origin.z 0):
@@ -531,6 +568,8 @@ typename TImage::Pointer readFile(const char* who, const std::string& name, bool
   registerFactories();
   checkInput(who, name);
   checkMetaImagePair(who, name);
+  const NiftiHeader hdr = readNiftiHeader(who, name);
+  checkNiftiTransform(who, name, hdr);
   auto reader = itk::ImageFileReader<TImage>::New();
   reader->SetFileName(name);
   try {
@@ -545,7 +584,6 @@ typename TImage::Pointer readFile(const char* who, const std::string& name, bool
   if (!vector && n != 1)
     fail(who, name, std::to_string(n) + " components per pixel; an image file holds scalars (use LoadField)");
   if (nComp) *nComp = n;
-  const NiftiHeader hdr = readNiftiHeader(who, name);
   checkNiftiComplete(who, name, hdr);
   try {
     reader->Update();
@@ -598,6 +636,7 @@ void writeScalar(const float* host, const GridInfo& g, const char* name, bool us
 void ITKFileIO::ReadHeader(GridInfo& grid, ComponentType& type, const char* name) {
   registerFactories();
   checkInput("ITKFileIO::ReadHeader", name);
+  checkNiftiTransform("ITKFileIO::ReadHeader", name, readNiftiHeader("ITKFileIO::ReadHeader", name));
   auto reader = itk::ImageFileReader<ScalarImage>::New();
   reader->SetFileName(name);
   try {

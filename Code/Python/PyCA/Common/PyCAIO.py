@@ -65,6 +65,7 @@ imported when first needed.
 import errno
 import gzip
 import itertools
+import math
 import os
 import re
 import stat
@@ -385,6 +386,41 @@ def _nifti_z(hdr):
     return None
 
 
+def _check_nifti_transform(fname, who, hdr):
+    """A NIfTI header whose voxel sizes or spatial transform (the qform's
+    quaternion and offset when qform_code > 0, the sform's rows when
+    sform_code > 0) hold NaN or infinity is refused before ITK reads it:
+    ITK's NIfTI reader spins without end on such a header (found by the
+    fuzzer: one infinite sform entry)."""
+    if hdr is None:
+        return
+    for endian in '<>':
+        if len(hdr) >= 348 and struct.unpack(endian + 'i', hdr[:4])[0] == 348:
+            nd = struct.unpack(endian + 'h', hdr[40:42])[0]
+            pixdim = struct.unpack(endian + '8f', hdr[76:108])
+            qcode, scode = struct.unpack(endian + '2h', hdr[252:256])
+            quat = struct.unpack(endian + '6f', hdr[256:280])
+            srow = struct.unpack(endian + '12f', hdr[280:328])
+        elif len(hdr) >= 540 and struct.unpack(endian + 'i', hdr[:4])[0] == 540:
+            nd = struct.unpack(endian + 'q', hdr[16:24])[0]
+            pixdim = struct.unpack(endian + '8d', hdr[104:168])
+            qcode, scode = struct.unpack(endian + '2i', hdr[344:352])
+            quat = struct.unpack(endian + '6d', hdr[352:400])
+            srow = struct.unpack(endian + '12d', hdr[400:496])
+        else:
+            continue
+        nd = min(max(int(nd), 0), 7)
+        bad = [('pixdim', v) for v in pixdim[:nd + 1] if not math.isfinite(v)]
+        if qcode > 0:
+            bad += [('qform', v) for v in quat if not math.isfinite(v)]
+        if scode > 0:
+            bad += [('sform', v) for v in srow if not math.isfinite(v)]
+        if bad:
+            raise _bad_file(who, fname, 'the NIfTI header holds %r in its %s (voxel sizes and the '
+                            'spatial transform must be finite)' % (bad[0][1], bad[0][0]))
+        return
+
+
 def _check_nifti_complete(fname, who, hdr):
     if hdr is None:
         return
@@ -511,6 +547,7 @@ def _read_sitk(fname, who, vector):
     _check_input(fname, who)
     _check_metaimage_header(fname, who)
     _check_metaimage_pair(fname, who)
+    _check_nifti_transform(fname, who, _nifti_header(fname, who))
     reader = sitk.ImageFileReader()
     reader.SetFileName(fname)
     try:
@@ -649,6 +686,8 @@ def ReadGrid(fname):
         return core.GridInfo(core.Vec3Di(*[int(s) for s in shape]))
     sitk = _sitk(who)
     _check_input(fname, who)
+    _check_metaimage_header(fname, who)
+    _check_nifti_transform(fname, who, _nifti_header(fname, who))
     reader = sitk.ImageFileReader()
     reader.SetFileName(fname)
     try:
