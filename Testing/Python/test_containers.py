@@ -559,6 +559,15 @@ def test_swap_different_memtypes_raises():
     assert "memory types are not compatible" in str(ei.value)
 
 
+def test_swap_different_memtypes_raises_empty():
+    """The same refusal without a GPU: empty images need no allocation."""
+    a, b = ca.Image3D(ca.MEM_HOST), ca.Image3D(ca.MEM_DEVICE)
+    with pytest.raises(RuntimeError) as ei:
+        a.swap(b)
+    assert "memory types are not compatible" in str(ei.value)
+    assert a.memType() == ca.MEM_HOST and b.memType() == ca.MEM_DEVICE
+
+
 @gpu_only
 def test_fromlist_on_device():
     im = ca.Image3D(grid(2, 2, 2), ca.MEM_DEVICE)

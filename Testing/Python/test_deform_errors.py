@@ -177,6 +177,45 @@ def test_memtype_mismatch_unchecked_grids():
         check_msg(str(ei.value), name, "memory types are not compatible")
 
 
+def _empty(kind, mem):
+    return ca.Image3D(mem) if kind == "I" else ca.Field3D(mem)
+
+
+@pytest.mark.parametrize("row", GRID_OPS, ids=_row_id)
+def test_memtype_mismatch_empty_operands(row):
+    """The mismatch checks on every machine, GPU or not: empty images and
+    fields need no allocation in any memory type, so one empty device (or
+    pinned) operand among empty host ones raises the mismatch error."""
+    name, kinds, extra = row
+    fn = getattr(ca, name)
+    for odd in (ca.MEM_DEVICE, ca.MEM_HOST_PINNED):
+        for pos in range(len(kinds)):
+            objs = [_empty(k, odd if i == pos else ca.MEM_HOST) for i, k in enumerate(kinds)]
+            with pytest.raises(RuntimeError) as ei:
+                fn(*objs, *extra)
+            check_msg(str(ei.value), name, "memory types are not compatible", kinds)
+    fn(*[_empty(k, ca.MEM_HOST) for k in kinds], *extra)  # matching operands pass the checks
+
+
+def test_memtype_mismatch_unchecked_grids_empty_operands():
+    """The operators without a grid check still check memory types (empty
+    operands: runs without a GPU)."""
+    h, d = ca.MEM_HOST, ca.MEM_DEVICE
+    I, F = (lambda m: ca.Image3D(m)), (lambda m: ca.Field3D(m))
+    cases = [("Resample", lambda: ca.Resample(I(h), I(d))),
+             ("Resample", lambda: ca.Resample(F(d), F(h))),
+             ("ResampleWorld", lambda: ca.ResampleWorld(I(h), I(d))),
+             ("SplatWorld", lambda: ca.SplatWorld(I(d), I(h))),
+             ("SubVol", lambda: ca.SubVol(I(h), I(d), ca.Vec3Di(0, 0, 0))),
+             ("SetSubVol_I", lambda: ca.SetSubVol_I(F(d), F(h), ca.Vec3Di(0, 0, 0))),
+             ("Convolve", lambda: ca.Convolve(I(h), I(h), I(d))),
+             ("ShiftCoordinate", lambda: ca.ShiftCoordinate(I(d), I(h), True))]
+    for name, call in cases:
+        with pytest.raises(RuntimeError) as ei:
+            call()
+        check_msg(str(ei.value), name, "memory types are not compatible")
+
+
 @pytest.mark.parametrize("row", GRID_OPS, ids=_row_id)
 def test_wrong_types(row):
     name, kinds, extra = row

@@ -444,6 +444,19 @@ def test_memtype_mismatch():
     assert np.all(back.asnp() == 1.0)
 
 
+def test_memtype_mismatch_empty_operands():
+    """The same refusals on every machine: empty images need no allocation."""
+    h, d = ca.Image3D(ca.MEM_HOST), ca.Image3D(ca.MEM_DEVICE)
+    with pytest.raises(RuntimeError) as ei:
+        ca.Add(h, h, d)
+    assert str(ei.value).endswith(": memory types are not compatible")
+    with pytest.raises(RuntimeError) as ei:
+        ca.MulC(d, h, 2.0)
+    assert str(ei.value).endswith(": memory types are not compatible")
+    ca.Copy(d, h)  # plain Copy moves data between memory types (nothing to move here)
+    ca.Add(h, h, h)
+
+
 def test_wrong_argument_types():
     im = ca.Image3D(4, 3, 2)
     f = ca.Field3D(4, 3, 2)

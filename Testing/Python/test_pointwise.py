@@ -944,6 +944,46 @@ def test_memtype_mismatch(rm, odd_mem):
         assert "memory types are not compatible" in msg, msg
 
 
+@pytest.mark.parametrize("rm", [rm for rm in MULTI_ROWS if not (rm[0].name == "Copy" and not rm[1])],
+                         ids=_err_id)
+@pytest.mark.parametrize("odd_mem", [ca.MEM_DEVICE, ca.MEM_HOST_PINNED], ids=["device", "pinned"])
+def test_memtype_mismatch_empty_operands(rm, odd_mem):
+    """The same checks on every machine, GPU or not: empty images and fields
+    need no allocation in any memory type, so one empty device (or pinned)
+    operand among empty host ones must raise the mismatch error before
+    anything runs; all-host empty operands pass the checks."""
+    row, masked = rm
+    fn = _fn(row)
+    call = Call(row, Case("3d", ca.MEM_HOST), masked=masked)
+    items = [(row.out, None)] + call.arg_np + ([("I", None)] if masked else [])
+
+    def build(odd):
+        objs = []
+        for i, (t, v) in enumerate(items):
+            mem = odd_mem if i == odd else ca.MEM_HOST
+            if t == "I":
+                objs.append(ca.Image3D(mem))
+            elif t == "F":
+                objs.append(ca.Field3D(mem))
+            elif t == "v":
+                objs.append(ca.Vec3Df(*v))
+            else:
+                objs.append(v)
+        return objs
+
+    try:
+        build(0)
+    except RuntimeError as e:  # pragma: no cover - depends on the build
+        pytest.skip("an empty %s image cannot be constructed here: %s" % (mem_id(odd_mem), e))
+    for pos in call.array_positions():
+        with pytest.raises(RuntimeError) as ei:
+            fn(*build(pos))
+        msg = str(ei.value)
+        assert msg.startswith("PyCA::Opers::%s(" % row.name), msg
+        assert "memory types are not compatible" in msg, msg
+    fn(*build(None))  # matching (host) operands pass the checks
+
+
 # ---------------------------------------------------------------------------
 # the table itself: against Appendix A and the golden outputs
 

@@ -456,6 +456,20 @@ def test_device_results_stay_on_device():
     close(as_np(a / f), na[..., None] / nf, rtol=1e-5)
 
 
+@pytest.mark.parametrize("form", sorted(MISMATCH_FORMS))
+def test_mixed_memory_types_empty_operands(form):
+    """The same refusal on every machine: empty operands need no allocation,
+    so a host and a device operand exist without a GPU."""
+    (lk, rk), op = MISMATCH_FORMS[form]
+    make = {"im": ca.Image3D, "fld": ca.Field3D}
+    a, b = make[lk](ca.MEM_HOST), make[rk](ca.MEM_DEVICE)
+    with pytest.raises(RuntimeError, match="memory types are not compatible"):
+        op(a, b)
+    a, b = make[lk](ca.MEM_DEVICE), make[rk](ca.MEM_HOST)
+    with pytest.raises(RuntimeError, match="memory types are not compatible"):
+        op(a, b)
+
+
 @gpu_only
 @pytest.mark.parametrize("form", ["im+im", "fld*im", "im*fld", "im-fld", "fld-=fld", "im+=im"])
 def test_mixed_memory_types(form):
