@@ -418,8 +418,14 @@ def _print_report():
                 f.write(text + '\n')
 
 
+def _skip_without_itk(kind):
+    if kind.startswith('cxx.') and not hasattr(_ca(), '_ITKFileIO'):
+        pytest.skip('PyCA built without ITK (USE_ITK=OFF): no _ITKFileIO')
+
+
 @pytest.mark.parametrize('kind', FILE_KINDS)
 def test_killed_save_leaves_old_or_new_file(zygote, tmp_path, kind):
+    _skip_without_itk(kind)
     name = _target_name(kind)
     ref_a, ref_b, work = (tmp_path / d for d in ('a', 'b', 'work'))
     for d in (ref_a, ref_b, work):
@@ -486,6 +492,7 @@ def test_save_replaces_the_file_never_rewrites_it(tmp_path, kind):
     """The structural half of atomicity, without any timing: a save over an
     existing file puts a new file in place (rename) and leaves the old one
     -- still open here -- untouched, so no moment shows a partial target."""
+    _skip_without_itk(kind)
     name = 'm.txt' if kind == 'plunc' else _target_name(kind)
     target = str(tmp_path / name)
     save = _plunc if kind == 'plunc' else (lambda p, v: _save(kind, p, v))
