@@ -260,7 +260,8 @@ def test_gil_released_in_long_calls():
     """Two threads each loop a 128^3 ApplyH for ~0.5 s (OpenMP off in the
     subprocess). Their wall-clock intervals must overlap substantially (the
     second starts before the first ends) and their union must be well under
-    the time of the same work run alone one after the other: with the GIL held
+    the time of the same work run alone one after the other (below 0.9 of it,
+    and within 0.15 of what the control reaches in the same attempt): with the GIL held
     the calls would run one at a time and the union would be that sum. (The
     union is compared with the serial time, not with the sum of the concurrent
     intervals, which interleaving at the switch interval makes overlap even
@@ -279,7 +280,12 @@ def test_gil_released_in_long_calls():
             continue
         assert got["second"][0] < got["first"][1], "the second thread started after the first ended"
         assert got["overlap"] > 0.5 * (got["second"][1] - got["second"][0])
-        if got["union"] < 0.75 * got["solo"]:
+        # With the GIL held the union is the serial time (ratio 1 or more);
+        # released, it shrinks as far as the free core allows, which the
+        # control of the same attempt measures (on a busy machine the control
+        # itself only reaches 0.7 or so).
+        ratio, ctl_ratio = got["union"] / got["solo"], ctl["union"] / ctl["solo"]
+        if ratio < 0.9 and ratio < ctl_ratio + 0.15:
             return
         why.append("ApplyH: together %.3f s, not well under the %.3f s alone (NumPy control: "
                    "%.3f s vs %.3f s)" % (got["union"], got["solo"], ctl["union"], ctl["solo"]))
