@@ -363,27 +363,37 @@ def _nifti_header(fname, who):
         raise _bad_file(who, fname, 'corrupt compressed NIfTI header (%s)' % e, e) from None
 
 
+def _nifti_geometry(hdr):
+    """The geometry fields of a NIfTI-1/2 header: dict with dim0, pixdim (8),
+    qcode, scode, quat (quatern b, c, d, qoffset x, y, z) and srow (12), or
+    None for other headers."""
+    for endian in '<>':
+        if len(hdr) >= 348 and struct.unpack(endian + 'i', hdr[:4])[0] == 348:
+            f, dim0 = 'f', struct.unpack(endian + 'h', hdr[40:42])[0]
+            pix, codes, quat, srow = 76, struct.unpack(endian + '2h', hdr[252:256]), 256, 280
+        elif len(hdr) >= 540 and struct.unpack(endian + 'i', hdr[:4])[0] == 540:
+            f, dim0 = 'd', struct.unpack(endian + 'q', hdr[16:24])[0]
+            pix, codes, quat, srow = 104, struct.unpack(endian + '2i', hdr[344:352]), 352, 400
+        else:
+            continue
+        w = struct.calcsize(f)
+
+        def floats(off, n):
+            return struct.unpack(endian + '%d%s' % (n, f), hdr[off:off + n * w])
+        return {'dim0': dim0, 'pixdim': floats(pix, 8), 'qcode': codes[0], 'scode': codes[1],
+                'quat': floats(quat, 6), 'srow': floats(srow, 12)}
+    return None
+
+
 def _nifti_z(hdr):
     """(dim[0], z spacing, z origin) of a NIfTI-1/2 header, or None. ITK
     reads a vector NIfTI with one z plane as 2-D; these restore its z."""
-    for endian in '<>':
-        if len(hdr) >= 348 and struct.unpack(endian + 'i', hdr[:4])[0] == 348:
-            nd = struct.unpack(endian + 'h', hdr[40:42])[0]
-            dz = struct.unpack(endian + 'f', hdr[88:92])[0]
-            qcode, scode = struct.unpack(endian + '2h', hdr[252:256])
-            qz = struct.unpack(endian + 'f', hdr[276:280])[0]
-            sz = struct.unpack(endian + 'f', hdr[324:328])[0]
-        elif len(hdr) >= 540 and struct.unpack(endian + 'i', hdr[:4])[0] == 540:
-            nd = struct.unpack(endian + 'q', hdr[16:24])[0]
-            dz = struct.unpack(endian + 'd', hdr[128:136])[0]
-            qcode, scode = struct.unpack(endian + '2i', hdr[344:352])
-            qz = struct.unpack(endian + 'd', hdr[392:400])[0]
-            sz = struct.unpack(endian + 'd', hdr[488:496])[0]
-        else:
-            continue
-        oz = sz if scode > 0 else (qz if qcode > 0 else 0.0)
-        return nd, abs(dz) if dz else 1.0, oz
-    return None
+    g = _nifti_geometry(hdr)
+    if g is None:
+        return None
+    dz = g['pixdim'][3]
+    oz = g['srow'][11] if g['scode'] > 0 else (g['quat'][5] if g['qcode'] > 0 else 0.0)
+    return g['dim0'], abs(dz) if dz else 1.0, oz
 
 
 def _check_nifti_transform(fname, who, hdr):
@@ -392,33 +402,18 @@ def _check_nifti_transform(fname, who, hdr):
     sform_code > 0) hold NaN or infinity is refused before ITK reads it:
     ITK's NIfTI reader spins without end on such a header (found by the
     fuzzer: one infinite sform entry)."""
-    if hdr is None:
+    g = _nifti_geometry(hdr) if hdr is not None else None
+    if g is None:
         return
-    for endian in '<>':
-        if len(hdr) >= 348 and struct.unpack(endian + 'i', hdr[:4])[0] == 348:
-            nd = struct.unpack(endian + 'h', hdr[40:42])[0]
-            pixdim = struct.unpack(endian + '8f', hdr[76:108])
-            qcode, scode = struct.unpack(endian + '2h', hdr[252:256])
-            quat = struct.unpack(endian + '6f', hdr[256:280])
-            srow = struct.unpack(endian + '12f', hdr[280:328])
-        elif len(hdr) >= 540 and struct.unpack(endian + 'i', hdr[:4])[0] == 540:
-            nd = struct.unpack(endian + 'q', hdr[16:24])[0]
-            pixdim = struct.unpack(endian + '8d', hdr[104:168])
-            qcode, scode = struct.unpack(endian + '2i', hdr[344:352])
-            quat = struct.unpack(endian + '6d', hdr[352:400])
-            srow = struct.unpack(endian + '12d', hdr[400:496])
-        else:
-            continue
-        nd = min(max(int(nd), 0), 7)
-        bad = [('pixdim', v) for v in pixdim[:nd + 1] if not math.isfinite(v)]
-        if qcode > 0:
-            bad += [('qform', v) for v in quat if not math.isfinite(v)]
-        if scode > 0:
-            bad += [('sform', v) for v in srow if not math.isfinite(v)]
-        if bad:
-            raise _bad_file(who, fname, 'the NIfTI header holds %r in its %s (voxel sizes and the '
-                            'spatial transform must be finite)' % (bad[0][1], bad[0][0]))
-        return
+    nd = min(max(int(g['dim0']), 0), 7)
+    bad = [('pixdim', v) for v in g['pixdim'][:nd + 1] if not math.isfinite(v)]
+    if g['qcode'] > 0:
+        bad += [('qform', v) for v in g['quat'] if not math.isfinite(v)]
+    if g['scode'] > 0:
+        bad += [('sform', v) for v in g['srow'] if not math.isfinite(v)]
+    if bad:
+        raise _bad_file(who, fname, 'the NIfTI header holds %r in its %s (voxel sizes and the '
+                        'spatial transform must be finite)' % (bad[0][1], bad[0][0]))
 
 
 def _check_nifti_complete(fname, who, hdr):
