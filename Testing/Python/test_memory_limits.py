@@ -17,10 +17,6 @@ import PyCA.Core as ca
 from conftest import gpu_only, grid, run_python, to_np
 
 
-def _ints(msg):
-    return [int(x) for x in re.findall(r"\b(\d+) bytes\b", msg)]
-
-
 # ---------------------------------------------------------------------------
 # the pool limit of a MemoryManager
 
@@ -56,7 +52,6 @@ def test_pool_limit_memory_error_names_size_in_use_limit(mem):
 def test_thread_memory_manager_limit_memory_error():
     """The same through the per-thread manager that the operators' scratch
     and the apps use."""
-    g = grid(8, 8, 8)
     code = r"""
 import PyCA.Core as ca
 g = ca.GridInfo(ca.Vec3Di(8, 8, 8))
@@ -80,7 +75,6 @@ print("SUM", ca.Sum(a), mm.poolsInUse())
     assert "request for one more pool of 2048 bytes" in mem[0] and "limit 4096 bytes" in mem[0], mem[0]
     assert "SUM 512.0 2" in lines, r.stdout
     assert "Traceback" not in r.stderr
-    del g
 
 
 # ---------------------------------------------------------------------------

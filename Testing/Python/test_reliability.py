@@ -1,9 +1,9 @@
 """Reliability (issue 11, items 3 and 6): thread stress of the memory
 managers, operators from several Python threads, the GIL released in long
-calls, memory-type mismatch checks on CPU-only machines, a real host
-allocation failure, Is1D on a 1-D field, and concurrent exceptions."""
+calls, memory-type mismatch checks on CPU-only machines, Is1D on a 1-D
+field, and concurrent exceptions. (A real host allocation failure:
+test_memory_limits.py.)"""
 import gc
-import re
 import sys
 import threading
 import time
@@ -406,47 +406,8 @@ def test_single_operand_reductions_on_empty_device_image():
         assert r == 0.0
 
 
-# ---------------------------------------------------------------------------
-# item 6: a real host allocation failure
-
-ALLOC_CODE = r"""
-import resource, sys
-import PyCA.Core as ca
-# 1 GiB of address space beyond what the process maps now (CUDA builds map a lot)
-vm = [l for l in open("/proc/self/status") if l.startswith("VmSize:")][0]
-limit = int(vm.split()[1]) * 1024 + (1 << 30)
-resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-n = 1024  # 1024^3 floats = 4 GiB > the limit
-g = ca.GridInfo(ca.Vec3Di(n, n, n))
-try:
-    ca.Image3D(g, ca.MEM_HOST)
-except MemoryError as e:
-    print("MEMERR", str(e).replace("\n", " | "))
-else:
-    print("NOERR")
-# the library keeps working
-im = ca.Image3D(ca.GridInfo(ca.Vec3Di(8, 8, 8)), ca.MEM_HOST)
-ca.SetMem(im, 2.0)
-out = ca.Image3D(im.grid(), ca.MEM_HOST)
-ca.MulC(out, im, 3.0)
-print("SUM", ca.Sum(out))
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux-specific")
-def test_host_allocation_failure_raises_memory_error():
-    r = run_python(ALLOC_CODE, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    lines = r.stdout.splitlines()
-    mem = [l for l in lines if l.startswith("MEMERR")]
-    assert mem, "no MemoryError: " + r.stdout + r.stderr
-    msg = mem[0]
-    nbytes = 1024 ** 3 * 4
-    # the message names the size requested
-    assert re.search(r"\b%d bytes\b" % nbytes, msg), msg
-    assert "limit exceeded" not in msg  # the host allocator, not a pool limit
-    assert "SUM 3072.0" in lines, r.stdout
-
+# item 6: a real host allocation failure: test_memory_limits.py (under
+# RLIMIT_AS, with the size, the amount in use and the limit in the message)
 
 # ---------------------------------------------------------------------------
 # item 6: Is1D on a field that is 1-D
