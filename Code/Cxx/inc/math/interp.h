@@ -74,6 +74,11 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE bool inRange(int i, int n) { return i >= 0 && i
 PYCA_HOSTDEVICE PYCA_FORCEINLINE bool isInside3D(int x, int y, int z, int sx, int sy, int sz) {
   return inRange(x, sx) && inRange(y, sy) && inRange(z, sz);
 }
+/// The same for 64-bit coordinates (a voxel index plus any int offset).
+PYCA_HOSTDEVICE PYCA_FORCEINLINE bool isInside3D(long long x, long long y, long long z, int sx, int sy,
+                                                 int sz) {
+  return x >= 0 && y >= 0 && z >= 0 && x < sx && y < sy && z < sz;
+}
 
 /// Compile-time properties of a background strategy.
 template <BackgroundStrategy bg>

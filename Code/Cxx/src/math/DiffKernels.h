@@ -372,20 +372,16 @@ struct OffsetCopyOp {
   bool scatter;  // SetSubVol_I: iterate the input grid
   // The shifted index in 64 bits: any int offset (the legacy took them
   // unchecked) is defined behaviour and simply lands outside.
-  PYCA_HOSTDEVICE PYCA_FORCEINLINE static bool inside64(long long x, long long y, long long z, int sx,
-                                                        int sy, int sz) {
-    return x >= 0 && y >= 0 && z >= 0 && x < sx && y < sy && z < sz;
-  }
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     if (scatter) {
       const long long tx = (long long)x + ox, ty = (long long)y + oy, tz = (long long)z + oz;
-      if (!inside64(tx, ty, tz, osx, osy, osz)) return;
+      if (!isInside3D(tx, ty, tz, osx, osy, osz)) return;
       const size_t j = size_t(tx) + size_t(osx) * (size_t(ty) + size_t(osy) * size_t(tz));
       for (int c = 0; c < k; ++c) out[c][j] = in[c][i];
       return;
     }
     const long long sx = (long long)x + ox, sy = (long long)y + oy, sz = (long long)z + oz;
-    const bool inside = inside64(sx, sy, sz, isx, isy, isz);
+    const bool inside = isInside3D(sx, sy, sz, isx, isy, isz);
     const size_t j = inside ? size_t(sx) + size_t(isx) * (size_t(sy) + size_t(isy) * size_t(sz)) : 0;
     for (int c = 0; c < k; ++c) out[c][i] = inside ? in[c][j] : 0.f;
   }
