@@ -26,8 +26,8 @@ int parseMode(const char* s) {
 }
 
 bool avx2Compiled() {
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(PYCA_NO_AVX2_DISPATCH)
-  return true;  // the condition of PYCA_RED_AVX2 in Reduce.h
+#ifdef PYCA_CPU_AVX2_LOOPS
+  return true;
 #else
   return false;
 #endif

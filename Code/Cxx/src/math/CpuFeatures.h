@@ -3,6 +3,12 @@
 #ifndef __PYCA_CPU_FEATURES_H__
 #define __PYCA_CPU_FEATURES_H__
 
+/// Defined where the CPU back end builds AVX2 copies of its loops (the
+/// reductions of Reduce.h; -DPYCA_NO_AVX2_DISPATCH turns them off).
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(PYCA_NO_AVX2_DISPATCH)
+#define PYCA_CPU_AVX2_LOOPS 1
+#endif
+
 namespace PyCA {
 namespace detail {
 

@@ -191,7 +191,7 @@ typename Comb::T cpuReduceRangeBase(const Map m, const Comb comb, size_t lo, siz
   return cpuReduceBody(m, comb, lo, hi, in...);
 }
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(PYCA_NO_AVX2_DISPATCH)
+#ifdef PYCA_CPU_AVX2_LOOPS
 #define PYCA_RED_AVX2 1
 /// The same body compiled for AVX2 (chosen at run time, see cpuHasAvx2):
 /// twice the vector width for the float->double conversions and the
