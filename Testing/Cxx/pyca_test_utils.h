@@ -5,6 +5,8 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "CudaUtils.h"
 #include "MemAlloc.h"
@@ -33,6 +35,14 @@ struct GpuAvailable {
     return r;
   }
 };
+
+/// Runs worker(0) ... worker(n - 1) in n threads at once and joins them.
+template <class F>
+void runThreads(int n, F worker) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+}
 
 /// Deterministic values in [lo, hi) (a 32-bit LCG), the same on every platform.
 class Rng {

@@ -634,9 +634,7 @@ BOOST_AUTO_TEST_CASE(shared_manager_many_threads) {
     }
   };
 
-  std::vector<std::thread> threads;
-  for (int t = 0; t < nThreads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  runThreads(nThreads, worker);
 
   BOOST_TEST(errors.load() == 0);
   BOOST_TEST(doubleHandout.load() == 0);

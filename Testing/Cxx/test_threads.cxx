@@ -107,9 +107,7 @@ BOOST_AUTO_TEST_CASE(shared_manager_8_threads_100k_each) {
       ++errors;
     }
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < nThreads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  runThreads(nThreads, worker);
   BOOST_TEST(errors.load() == 0);
   BOOST_TEST(doubleHandout.load() == 0);
   BOOST_TEST(requests.load() == long(nThreads) * (nIter / 2 * 3 + (nIter & 1)));
@@ -155,9 +153,7 @@ BOOST_AUTO_TEST_CASE(thread_memory_manager_per_thread) {
       if (!counted) ++arrived;  // never leave the others waiting
     }
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < nThreads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  runThreads(nThreads, worker);
   BOOST_TEST(bad.load() == 0);
   for (int i = 0; i < nThreads; ++i)
     for (int j = 0; j < i; ++j) BOOST_TEST(seen[size_t(i)] != seen[size_t(j)]);
@@ -218,16 +214,13 @@ BOOST_AUTO_TEST_CASE(operators_from_threads_equal_serial) {
   for (int t = 0; t < nThreads; ++t) serial[size_t(t)]->run(uint32_t(100 + t));
   std::atomic<int> errors{0};
   for (int rep = 0; rep < 3; ++rep) {
-    std::vector<std::thread> threads;
-    for (int t = 0; t < nThreads; ++t)
-      threads.emplace_back([&, t] {
-        try {
-          parallel[size_t(t)]->run(uint32_t(100 + t));
-        } catch (...) {
-          ++errors;
-        }
-      });
-    for (auto& th : threads) th.join();
+    runThreads(nThreads, [&](int t) {
+      try {
+        parallel[size_t(t)]->run(uint32_t(100 + t));
+      } catch (...) {
+        ++errors;
+      }
+    });
     BOOST_TEST(errors.load() == 0);
     for (int t = 0; t < nThreads; ++t) BOOST_TEST(parallel[size_t(t)]->same(*serial[size_t(t)]));
   }
@@ -254,9 +247,7 @@ BOOST_AUTO_TEST_CASE(concurrent_exceptions_keep_their_messages) {
       }
     }
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < nThreads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  runThreads(nThreads, worker);
   BOOST_TEST(bad.load() == 0);
 }
 
