@@ -17,6 +17,7 @@
 // missing or unwritable folder is ignored.
 #include <fftw3.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -121,7 +122,15 @@ void exportWisdom(const PlanCache& c) {
   if (!text) return;
   const std::string content(text);
   std::free(text);  // fftw_export_wisdom_to_string allocates with malloc
-  writeFileAtomically(c.wisdom, content);
+  // A failed save (a full disk, say) keeps the earlier file (AtomicFile.h)
+  // and only costs the next process its planning: a warning, once, never an
+  // exception out of a computation.
+  std::string why;
+  if (!writeFileAtomically(c.wisdom, content, &why)) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::fprintf(stderr, "PyCA: warning: FFTW wisdom not saved (%s); the earlier file is kept\n", why.c_str());
+  }
 }
 
 int planThreads(size_t nReal) {

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -41,7 +43,7 @@ bool writeFileAtomically(const std::string& path, const std::string& content, st
       const int err = n < 0 ? errno : EIO;
       ::close(fd);
       ::unlink(tmp.c_str());
-      return fail(why, "cannot write '" + tmp + "'", err);
+      return fail(why, "cannot write '" + path + "'", err);
     }
     p += n;
     left -= size_t(n);
@@ -51,6 +53,14 @@ bool writeFileAtomically(const std::string& path, const std::string& content, st
     ::close(fd);
     ::unlink(tmp.c_str());
     return fail(why, "cannot sync '" + tmp + "'", err);
+  }
+  // Verified before it replaces the target: the whole content is on disk.
+  struct stat written;
+  if (::fstat(fd, &written) != 0 || uint64_t(written.st_size) != uint64_t(content.size())) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return fail(why, "cannot write '" + path + "' (" + std::to_string(uint64_t(written.st_size)) + " of " +
+                         std::to_string(content.size()) + " bytes written)", EIO);
   }
   if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -2,7 +2,9 @@
 #include "ITKFileIO.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <zlib.h>
@@ -456,6 +458,215 @@ void fixHeaderRefs(const std::string& header, const std::string& tmpStem, const 
   if (!o) throw PyCAException(__FILE__, __LINE__, "cannot rewrite header '" + header + "'");
 }
 
+// ---- verifying a written file before it replaces the target ----
+// ITK's NIfTI writer reports a short write (a full disk, a file size limit)
+// only on stderr and returns normally; a compressed stream cut short reads as
+// a smaller image. Every save therefore checks its temporary file before the
+// rename: the size its header implies (NIfTI, MetaImage, NRRD), compressed
+// streams inflated to their end with the implied length. The same checks as
+// PyCA.Common.PyCAIO._incomplete.
+
+// Bytes of path from offset, raw or inflated (zlib or gzip framing) to the
+// stream's end; *complete false when the stream ends early or is corrupt.
+uint64_t countBytes(const std::string& path, uint64_t offset, int inflateMode, bool* complete) {
+  *complete = false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return 0;
+  in.seekg(0, std::ios::end);
+  const uint64_t size = uint64_t(in.tellg());
+  if (inflateMode == 0) {
+    *complete = true;
+    return size > offset ? size - offset : 0;
+  }
+  in.seekg(std::streamoff(offset));
+  z_stream zs;
+  std::memset(&zs, 0, sizeof(zs));
+  if (inflateInit2(&zs, inflateMode == 2 ? 15 + 16 : 15) != Z_OK) return 0;
+  std::vector<unsigned char> src(1 << 20), dst(1 << 20);
+  uint64_t total = 0;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    in.read(reinterpret_cast<char*>(src.data()), std::streamsize(src.size()));
+    const std::streamsize got = in.gcount();
+    if (got <= 0) break;
+    zs.next_in = src.data();
+    zs.avail_in = uInt(got);
+    while (zs.avail_in > 0) {
+      zs.next_out = dst.data();
+      zs.avail_out = uInt(dst.size());
+      rc = inflate(&zs, Z_NO_FLUSH);
+      total += dst.size() - zs.avail_out;
+      if (rc == Z_STREAM_END) {
+        if (inflateMode == 2 && zs.avail_in > 0) {  // another gzip member
+          inflateReset(&zs);
+          rc = Z_OK;
+          continue;
+        }
+        break;
+      }
+      if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        inflateEnd(&zs);
+        return total;
+      }
+      if (rc == Z_BUF_ERROR && zs.avail_out != 0) break;
+    }
+  }
+  inflateEnd(&zs);
+  *complete = rc == Z_STREAM_END;
+  return total;
+}
+
+// key -> value of a MetaImage ('=', up to ElementDataFile) or NRRD (':', up
+// to the first empty line) header; *dataOffset the byte after it (0: cut).
+std::vector<std::pair<std::string, std::string>> headerFields(const std::string& path, char sep,
+                                                              uint64_t* dataOffset) {
+  std::vector<std::pair<std::string, std::string>> out;
+  *dataOffset = 0;
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  uint64_t pos = 0;
+  auto trim = [](const std::string& v) {
+    const size_t a = v.find_first_not_of(" \t\r"), b = v.find_last_not_of(" \t\r");
+    return a == std::string::npos ? std::string() : v.substr(a, b - a + 1);
+  };
+  while (pos < 65536 && std::getline(in, line)) {
+    if (in.eof()) return out;  // no newline: the header is cut short
+    pos += line.size() + 1;
+    if (sep == ':' && trim(line).empty()) {
+      *dataOffset = pos;
+      return out;
+    }
+    size_t at = line.find(sep == ':' ? ":=" : "=");
+    size_t len = 2;
+    if (sep == '=' || at == std::string::npos) {
+      at = line.find(sep);
+      len = 1;
+    }
+    if (at == std::string::npos) continue;
+    const std::string key = lower(trim(line.substr(0, at)));
+    out.emplace_back(key, trim(line.substr(at + len)));
+    if (sep == '=' && key == "elementdatafile") {
+      *dataOffset = pos;
+      return out;
+    }
+  }
+  return out;
+}
+
+std::string field(const std::vector<std::pair<std::string, std::string>>& f, const std::string& key,
+                  const std::string& dflt = "") {
+  for (const auto& kv : f)
+    if (kv.first == key) return kv.second;
+  return dflt;
+}
+
+uint64_t product(const std::string& text) {
+  std::istringstream ss(text);
+  double d, n = 1;
+  bool any = false;
+  while (ss >> d) n *= d, any = true;
+  return any && n > 0 && n < 1.8e19 ? uint64_t(n) : 0;
+}
+
+// Why a file may have come out short: the file size limit, a full file
+// system, else a short write of unknown cause.
+std::string writeCause(const std::string& dir, uint64_t want, uint64_t have) {
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (want > uint64_t(rl.rlim_cur) || have >= uint64_t(rl.rlim_cur)))
+    return "File too large (the file size limit, RLIMIT_FSIZE, is " + std::to_string(uint64_t(rl.rlim_cur)) +
+           " bytes)";
+  struct statvfs vs;
+  if (::statvfs(dir.c_str(), &vs) == 0) {
+    const uint64_t free = uint64_t(vs.f_bavail) * vs.f_frsize;
+    const uint64_t missing = want > have ? want - have : 0;
+    if (free <= std::max<uint64_t>({missing, 4 * uint64_t(vs.f_frsize), 65536}))
+      return "No space left on device (" + std::to_string(free) + " bytes free)";
+  }
+  return "short write";
+}
+
+// Empty when the file just written at path (extension ext, in dir) is
+// complete, else what is wrong; *want and *have the sizes when known.
+std::string incomplete(const std::string& path, const std::string& ext, const std::string& dir,
+                       uint64_t* want, uint64_t* have) {
+  *want = *have = 0;
+  const std::string le = lower(ext);
+  bool ok = true;
+  if (le == ".nii" || le == ".nii.gz") {
+    unsigned char hdr[540];
+    gzFile f = gzopen(path.c_str(), "rb");  // reads plain files too
+    int n = f ? gzread(f, hdr, sizeof(hdr)) : -1;
+    if (f) gzclose(f);
+    *want = n > 0 ? niftiExpectedBytes(hdr, n) : 0;
+    if (*want == 0) return "no complete NIfTI header";
+    *have = countBytes(path, 0, le == ".nii.gz" ? 2 : 0, &ok);
+    if (!ok) return "the gzip stream ends before its end";
+    if (*have < *want) return std::to_string(*have) + " of " + std::to_string(*want) + " bytes written";
+  } else if (le == ".mha" || le == ".mhd") {
+    uint64_t off;
+    const auto f = headerFields(path, '=', &off);
+    if (off == 0) return "the MetaImage header is cut short";
+    static const std::pair<const char*, int> kBytes[] = {
+        {"MET_UCHAR", 1}, {"MET_CHAR", 1},  {"MET_USHORT", 2}, {"MET_SHORT", 2},         {"MET_UINT", 4},
+        {"MET_INT", 4},   {"MET_FLOAT", 4}, {"MET_DOUBLE", 8}, {"MET_ULONG_LONG", 8}, {"MET_LONG_LONG", 8}};
+    uint64_t bytes = 0;
+    for (const auto& kb : kBytes)
+      if (field(f, "elementtype") == kb.first) bytes = uint64_t(kb.second);
+    const uint64_t raw = bytes * product(field(f, "dimsize")) * product(field(f, "elementnumberofchannels", "1"));
+    const std::string data = field(f, "elementdatafile");
+    std::string dpath = path;
+    if (lower(data) != "local") {
+      dpath = dir + "/" + data;
+      off = 0;
+    }
+    *have = countBytes(dpath, off, 0, &ok);
+    if (lower(field(f, "compresseddata", "false")) == "true") {
+      const uint64_t csize = product(field(f, "compresseddatasize", std::to_string(*have)));
+      if (*have < csize) {
+        *want = csize;
+        return std::to_string(*have) + " of " + std::to_string(csize) + " compressed bytes written";
+      }
+      *have = countBytes(dpath, off, 1, &ok);
+      *want = raw;
+      if (!ok || (raw && *have != raw)) return "the compressed data end early";
+    } else if (raw && *have < raw) {
+      *want = raw;
+      return std::to_string(*have) + " of " + std::to_string(raw) + " bytes of data written";
+    }
+  } else if (le == ".nrrd" || le == ".nhdr") {
+    uint64_t off;
+    const auto f = headerFields(path, ':', &off);
+    if (off == 0 && le == ".nrrd") return "the NRRD header is cut short";
+    static const std::pair<const char*, int> kBytes[] = {
+        {"float", 4}, {"double", 8}, {"uchar", 1}, {"unsigned char", 1}, {"char", 1}, {"signed char", 1},
+        {"short", 2}, {"ushort", 2}, {"unsigned short", 2}, {"int", 4}, {"uint", 4}, {"unsigned int", 4},
+        {"int8", 1}, {"uint8", 1}, {"int16", 2}, {"uint16", 2}, {"int32", 4}, {"uint32", 4},
+        {"int64", 8}, {"uint64", 8}, {"longlong", 8}, {"ulonglong", 8}};
+    uint64_t bytes = 0;
+    for (const auto& kb : kBytes)
+      if (lower(field(f, "type")) == kb.first) bytes = uint64_t(kb.second);
+    *want = bytes * product(field(f, "sizes"));
+    std::string data = field(f, "data file", field(f, "datafile"));
+    std::string dpath = path;
+    if (!data.empty()) {
+      dpath = dir + "/" + data;
+      off = 0;
+    }
+    const std::string enc = lower(field(f, "encoding", "raw"));
+    const bool gz = enc == "gzip" || enc == "gz";
+    if (!gz && enc != "raw") *want = 0;
+    *have = countBytes(dpath, off, gz ? 2 : 0, &ok);
+    if (!ok) return "the gzip stream ends before its end";
+    if (*want && *have < *want)
+      return std::to_string(*have) + " of " + std::to_string(*want) + " bytes of data written";
+  } else {
+    *have = countBytes(path, 0, 0, &ok);
+    if (*have == 0) return "the file is empty";
+  }
+  return std::string();
+}
+
 // Runs write(tmp) and moves the result over name (see ITKFileIO.h).
 void atomicWrite(const std::string& name, const std::function<void(const std::string&)>& write) {
   std::string target = name;
@@ -480,7 +691,18 @@ void atomicWrite(const std::string& name, const std::function<void(const std::st
   const std::string tmpBase = tmpStem + p.ext;
   const std::string tmp = p.dir + "/" + tmpBase;
   try {
-    write(tmp);
+    try {
+      write(tmp);
+    } catch (const PyCAException& e) {
+      // ITK's own write errors (MetaImage, NRRD): say why when the disk is
+      // full or the file size limit was reached
+      struct stat ts;
+      const uint64_t have = ::stat(tmp.c_str(), &ts) == 0 ? uint64_t(ts.st_size) : 0;
+      const std::string cause = writeCause(p.dir, 0, have);
+      if (cause == "short write") throw;
+      throw PyCAException(__FILE__, __LINE__,
+                          "ITK File Writer Exception: cannot save '" + name + "': " + cause, &e);
+    }
     std::vector<std::string> made = filesWithPrefix(p.dir, tmpStem + ".");
     bool haveMain = false;
     std::vector<std::string> companions;
@@ -491,6 +713,12 @@ void atomicWrite(const std::string& name, const std::function<void(const std::st
     if (!haveMain)
       throw PyCAException(__FILE__, __LINE__,
                           "ITK File Writer Exception: cannot save '" + name + "': the writer produced no file");
+    uint64_t want = 0, have = 0;
+    const std::string bad = incomplete(tmp, p.ext, p.dir, &want, &have);
+    if (!bad.empty())
+      throw PyCAException(__FILE__, __LINE__,
+                          "ITK File Writer Exception: cannot save '" + name + "': " +
+                              writeCause(p.dir, want, have) + ": the save was incomplete (" + bad + ")");
     const std::string le = lower(p.ext);
     if (!companions.empty() && (le == ".mhd" || le == ".nhdr")) fixHeaderRefs(tmp, tmpStem, p.stem);
     for (const std::string& n : made) {

@@ -95,7 +95,13 @@ the atlas after iteration k), ``deformations/<name>_hfield.nii.gz`` (the
 H-field h_i: atlas grid -> subject voxel coordinates; LDDMM: phi_i^-1),
 ``deformations/<name>_deformed.nii.gz`` (the subject in atlas space),
 ``deformations/<name>_momentum.nii.gz`` (LDDMM m_i), ``atlas_summary.png`` and
-``atlas_summary.json``.
+``atlas_summary.json``. All or nothing (PyCA.Apps.staging): they are written
+into ``out/.pyca-staging-*`` during the run (the per-iteration atlases
+appear there as they are made) and moved into ``out`` when the run has
+written them all; a run that fails (a full disk: OSError naming the file)
+leaves ``out`` as it was, an earlier run's outputs included. The checkpoints
+(``out/checkpoint``) are outside the stage: ``state.json`` is written only
+after the files it names were written and verified.
 """
 import argparse
 import copy
@@ -226,6 +232,9 @@ class _Ctx:
     def barrier(self):
         if self.size > 1:
             self.comm.Barrier()
+
+    def bcast(self, obj, root=0):
+        return self.comm.bcast(obj, root=root) if self.size > 1 else obj
 
     def all_ok(self, ok):
         """True on every rank when ``ok`` is true on every rank."""
@@ -376,6 +385,15 @@ def _state_name(idx):
     return 'subject_%05d_state.nii.gz' % idx
 
 
+def _committed_folder(base):
+    """The checkpoint folder state.json names (None: no valid state.json)."""
+    try:
+        with open(os.path.join(base, 'state.json')) as f:
+            return json.load(f).get('folder')
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _write_checkpoint(ctx, out, k_done, atlas, state, method, cfg, n, energy, extra, direction=None):
     from PyCA.Common import SaveITKImage, SaveITKField
     base = _ckpt_dir(out)
@@ -384,10 +402,19 @@ def _write_checkpoint(ctx, out, k_done, atlas, state, method, cfg, n, energy, ex
         os.makedirs(d, exist_ok=True)
     ctx.barrier()
     os.makedirs(d, exist_ok=True)
-    for idx, f in state.items():
-        SaveITKField(_host(f), os.path.join(d, _state_name(idx)), True, direction=direction)   # atomic
-    if ctx.rank == 0:
-        SaveITKImage(_host(atlas), os.path.join(d, 'atlas.nii.gz'), True, direction=direction)
+    # Each save is verified before it is renamed into place (a short write
+    # raises OSError), so state.json below -- the commit point -- names only
+    # files that are complete. A failed checkpoint removes its own folder and
+    # leaves the previous one, and the state.json naming it, as they were.
+    try:
+        for idx, f in state.items():
+            SaveITKField(_host(f), os.path.join(d, _state_name(idx)), True, direction=direction)
+        if ctx.rank == 0:
+            SaveITKImage(_host(atlas), os.path.join(d, 'atlas.nii.gz'), True, direction=direction)
+    except BaseException:
+        if ctx.size == 1 and os.path.basename(d) != _committed_folder(base):
+            shutil.rmtree(d, ignore_errors=True)
+        raise
     ctx.barrier()                        # every rank's files are in place
     if ctx.rank == 0:
         js = dict(iteration=k_done, method=method, n_subjects=n, ranks=ctx.size, folder=os.path.basename(d),
@@ -486,27 +513,47 @@ def _draw_atlas_summary(path, atlas, mean, shown, energy, title, mnorm=None):
                  itk_errors=False)   # temporary beside it, fsync, os.replace
 
 
-def _write_outputs(ctx, out, res, subjects_local, extra, direction=None):
-    """The final outputs (module notes); returns the summary dict (rank 0) or {}."""
+def _make_stage(ctx, outdir, adopt=()):
+    """The run's OutputStage: made by rank 0, its path broadcast to the others."""
+    from .staging import OutputStage
+    stage = OutputStage(outdir, adopt=adopt) if ctx.rank == 0 else None
+    path = ctx.bcast(stage.dir if stage is not None else None)
+    return stage if stage is not None else OutputStage(outdir, path=path, owner=False)
+
+
+def _write_outputs(ctx, stage, res, subjects_local, extra, direction=None):
+    """The final outputs (module notes) into ``stage``, committed by rank 0;
+    returns the summary dict (rank 0) or {}."""
+    # All or nothing (PyCA.Apps.staging): every rank writes into the stage
+    # rank 0 made; rank 0 moves the files into place once all were written.
+    try:
+        summary = _write_staged_outputs(ctx, stage, res, subjects_local, extra, direction)
+        if ctx.rank == 0:
+            stage.commit()
+    except BaseException:
+        stage.abort()
+        raise
+    return summary
+
+
+def _write_staged_outputs(ctx, stage, res, subjects_local, extra, direction):
     from PyCA.Common import SaveITKImage, SaveITKField
-    out = os.fspath(out)
-    sub = os.path.join(out, 'deformations')
-    os.makedirs(sub, exist_ok=True)
     files = {}
     for idx in res.subjects:
         nm = res.names[idx]
-        SaveITKField(_host(res.h[idx]), os.path.join(sub, nm + '_hfield.nii.gz'), True, direction=direction)
-        SaveITKImage(_host(res.deformed[idx]), os.path.join(sub, nm + '_deformed.nii.gz'), True, direction=direction)
+        sub = lambda kind: stage.path(os.path.join('deformations', nm + kind))   # noqa: E731
+        SaveITKField(_host(res.h[idx]), sub('_hfield.nii.gz'), True, direction=direction)
+        SaveITKImage(_host(res.deformed[idx]), sub('_deformed.nii.gz'), True, direction=direction)
         if idx in res.momentum:
-            SaveITKField(_host(res.momentum[idx]), os.path.join(sub, nm + '_momentum.nii.gz'), True, direction=direction)
+            SaveITKField(_host(res.momentum[idx]), sub('_momentum.nii.gz'), True, direction=direction)
     ctx.barrier()
     if ctx.rank != 0:
         return {}
-    files['atlas'] = os.path.join(out, 'atlas.nii.gz')
-    SaveITKImage(_host(res.atlas), files['atlas'], True, direction=direction)
-    files['deformations'] = sub
-    files['atlas_summary_png'] = os.path.join(out, 'atlas_summary.png')
-    files['atlas_summary_json'] = os.path.join(out, 'atlas_summary.json')
+    files['atlas'] = stage.final('atlas.nii.gz')
+    SaveITKImage(_host(res.atlas), stage.path('atlas.nii.gz'), True, direction=direction)
+    files['deformations'] = stage.final('deformations')
+    files['atlas_summary_png'] = stage.final('atlas_summary.png')
+    files['atlas_summary_json'] = stage.final('atlas_summary.json')
     nshow = 3 if res.atlas.size().z == 1 else 2
     shown = [(res.names[i], subjects_local[i], res.deformed[i]) for i in res.subjects[:nshow]]
     ratio = None
@@ -514,7 +561,7 @@ def _write_outputs(ctx, out, res, subjects_local, extra, direction=None):
         ratio = [a / b if b > 0 else 0.0 for a, b in zip(res.mean_momentum_norm, res.momentum_norm)]
     title = 'PyCA %s atlas: %d subjects, %d iterations, %d rank%s' % (
         res.method, len(res.names), res.iterations, res.ranks, '' if res.ranks == 1 else 's')
-    _draw_atlas_summary(files['atlas_summary_png'], res.atlas, res.mean, shown, res.energy, title, ratio)
+    _draw_atlas_summary(stage.path('atlas_summary.png'), res.atlas, res.mean, shown, res.energy, title, ratio)
     from .outputs import thread_count, _grid_dict
     summary = dict(method=res.method, subjects=list(res.names), n_subjects=len(res.names),
                    iterations=res.iterations, energies=list(res.energy),
@@ -527,7 +574,7 @@ def _write_outputs(ctx, out, res, subjects_local, extra, direction=None):
         summary['momentum_norm'] = list(res.momentum_norm)
         summary['mean_momentum_ratio'] = ratio
     summary.update(extra or {})
-    _write_json(files['atlas_summary_json'], summary)
+    _write_json(stage.path('atlas_summary.json'), summary)
     return _jsonable(summary)
 
 
@@ -599,7 +646,13 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     from PyCA.Common import Distribute
     local = Distribute(n, ctx.size, ctx.rank)
 
+    stage = None   # the outputs' staging folder (PyCA.Apps.staging), once there is one
+
     def fail(e):
+        if stage is not None:
+            # a failed run leaves no output; a resumable one (checkpoints)
+            # leaves its stage for the resume to take its iteration atlases from
+            stage.release() if checkpoint_every else stage.abort()
         if ctx.size > 1:
             _abort_line(ctx, e)
             ctx.comm.Abort(1)
@@ -652,11 +705,17 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
         fail(e)
 
     outdir = os.fspath(out) if out is not None else None
-    if outdir is not None and ctx.rank == 0:
-        os.makedirs(outdir, exist_ok=True)
-        if k0 == 0:
-            from PyCA.Common import SaveITKImage
-            SaveITKImage(_host(atlas), os.path.join(outdir, 'atlas_iter_0.nii.gz'), True, direction=direction)
+    if outdir is not None:
+        # every output of the run (the per-iteration atlases too) goes into a
+        # staging folder, moved into place when all were written; the
+        # checkpoints are outside it (they are what a resume reads)
+        try:
+            stage = _make_stage(ctx, outdir, ['atlas_iter_%d.nii.gz' % k for k in range(k0 + 1)])
+            if k0 == 0 and ctx.rank == 0:
+                from PyCA.Common import SaveITKImage
+                SaveITKImage(_host(atlas), stage.path('atlas_iter_0.nii.gz'), True, direction=direction)
+        except Exception as e:  # noqa: BLE001
+            fail(e)
 
     iters = int(cfg['iters'])
     deformed, hfields, momenta, phinv = {}, {}, {}, {}
@@ -805,7 +864,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
                 spi.append(time.perf_counter() - t0)
                 if outdir is not None and ctx.rank == 0:
                     from PyCA.Common import SaveITKImage
-                    SaveITKImage(_host(atlas), os.path.join(outdir, 'atlas_iter_%d.nii.gz' % (k + 1)), True, direction=direction)
+                    SaveITKImage(_host(atlas), stage.path('atlas_iter_%d.nii.gz' % (k + 1)), True, direction=direction)
                 if outdir is not None and checkpoint_every and ((k + 1) % checkpoint_every == 0 or k + 1 == iters):
                     _write_checkpoint(ctx, outdir, k + 1, atlas, state, method, cfg, n, energy,
                                       dict(seconds_per_iter=spi, mean_momentum_norm=mnorm,
@@ -856,7 +915,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
             ranks=ctx.size, rank=ctx.rank, device=device, resumed_from=resumed_from,
             config=dict(copy.deepcopy(cfg), register=_jsonable(reg_cfg), warm=_jsonable(warm_cfg)))
         if outdir is not None:
-            result.files = _write_outputs(ctx, outdir, result, subj, extra, direction).get('files', {})
+            result.files = _write_outputs(ctx, stage, result, subj, extra, direction).get('files', {})
     except Exception as e:  # noqa: BLE001
         fail(e)
     return result

@@ -3,7 +3,9 @@
     summary = write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None)
 
 Files written to ``outdir`` (created if needed), every volume with the fixed
-image's size, spacing, origin and direction:
+image's size, spacing, origin and direction, all or nothing: into a staging
+folder first, moved into ``outdir`` when every one was written
+(PyCA.Apps.staging), so a failure (a full disk) leaves ``outdir`` as it was:
 
 ==================  ==========================================================
 ``deformed.nii.gz`` the moving image deformed onto the fixed grid
@@ -398,15 +400,36 @@ def _draw_text(ax, s, fontsize=10):
 
 # --------------------------------------------------------------------------- entry point
 
-def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None):
+def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None, stage=None):
     """Writes deformed / hfield / [hinv] / [momentum] / jacdet NIfTI files,
     summary.png and summary.json to ``outdir`` (see the module notes) and
     returns the summary dict. ``fixed`` and ``moving`` are the images given
     to the registration (the moving one on the fixed grid); ``mask`` (0/1 on
     the fixed grid) restricts the mismatch; ``extra`` entries are added to
-    the summary; ``title`` heads the page."""
+    the summary; ``title`` heads the page.
+
+    All or nothing (PyCA.Apps.staging): the files are written into a
+    staging folder and moved into ``outdir`` only when every one was
+    written, so a failure (a full disk: OSError naming the file and the
+    cause) leaves ``outdir`` as it was. ``stage``: an OutputStage of the
+    caller's (which then also commits it), for runs with more files."""
+    from .staging import OutputStage
     outdir = os.fspath(outdir)
-    os.makedirs(outdir, exist_ok=True)
+    own = stage is None
+    if own:
+        stage = OutputStage(outdir)
+    try:
+        data = _write_outputs(stage, result, fixed, moving, extra, mask, title)
+        if own:
+            stage.commit()
+    except BaseException:
+        if own:
+            stage.abort()
+        raise
+    return data
+
+
+def _write_outputs(stage, result, fixed, moving, extra, mask, title):
     direction = GetDirection(fixed)
     fixed_h = _on_fixed_grid(fixed, fixed, 'the fixed image')
     moving_h = _on_fixed_grid(moving, fixed, 'the moving image')
@@ -421,9 +444,8 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     files = {}
 
     def out(name):
-        p = os.path.join(outdir, name)
-        files[name.split('.')[0]] = p
-        return p
+        files[name.split('.')[0]] = stage.final(name)
+        return stage.path(name)
 
     SaveITKImage(deformed, out('deformed.nii.gz'), True, direction=direction)
     SaveITKField(h, out('hfield.nii.gz'), True, direction=direction)
@@ -466,12 +488,12 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     summary.update(extra)
     summary['_extra'] = extra
     png = out('summary.png')
-    files['summary_json'] = os.path.join(outdir, 'summary.json')
+    files['summary_json'] = stage.final('summary.json')
     files['summary_png'] = files.pop('summary')
     _draw_summary(png, fixed_h, moving_h, deformed, h, jac, mask_h, result, summary, title)
     del summary['_extra']
     summary['files'] = dict(files)
     data = _jsonable(summary)
     from PyCA.Common.PyCAIO import _atomic_json
-    _atomic_json(files['summary_json'], data, 'write_outputs', indent=2, allow_nan=False)
+    _atomic_json(stage.path('summary.json'), data, 'write_outputs', indent=2, allow_nan=False)
     return data

@@ -102,6 +102,7 @@ def _message(e):
         if isinstance(e, KeyError):
             text = 'missing key %s' % text
     text = _INTERNAL_PREFIX.sub('', ' '.join(text.split()))
+    text = re.sub(r'[/\\]\.pyca-staging-[^/\\\s\']+', '', text)  # the final name, not the stage's
     text = re.sub(r'^(?:LoadITKImage|LoadITKField|SaveITKImage|SaveITKField)\s*:\s*', '', text)
     return text
 
@@ -287,15 +288,21 @@ def _main(argv=None):
             result = _register(args, fixed, moving, mask, cfg, device)
             stage = 'output'
             from .outputs import write_outputs
+            from .staging import OutputStage
             extra = _inputs_extra(args, info, load_s)
-            if 'affine_transform' in info:
-                import SimpleITK as sitk
-                tfm = os.path.join(args.out, 'affine.tfm')
-                sitk.WriteTransform(info['affine_transform'], tfm)
-                extra['affine']['file'] = tfm
             title = 'PyCA %s: %s -> %s' % (args.method, os.path.basename(args.moving),
                                            os.path.basename(args.fixed))
-            summary = write_outputs(args.out, result, fixed, moving, extra=extra, mask=mask, title=title)
+            # every output into a staging folder, moved into place only when all were written
+            with OutputStage(args.out) as outs:
+                if 'affine_transform' in info:
+                    import SimpleITK as sitk
+                    from PyCA.Common.PyCAIO import _atomic_save
+                    _atomic_save(outs.path('affine.tfm'),
+                                 lambda tmp: sitk.WriteTransform(info['affine_transform'], tmp),
+                                 'affine.tfm')
+                    extra['affine']['file'] = outs.final('affine.tfm')
+                summary = write_outputs(args.out, result, fixed, moving, extra=extra, mask=mask,
+                                        title=title, stage=outs)
         for w in caught:
             if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)):
                 continue

@@ -46,8 +46,12 @@ Conventions
   changes nothing.
 * Saves are atomic: the data go to a temporary file beside the target
   (``name.tmp-<pid>-<n>.<ext>``: same folder, same extension, so the writer
-  picks the format), which is flushed to disk (fsync) and then renamed over
-  the target (os.replace). A failing save removes its temporaries and leaves
+  picks the format), which is verified (the size its header implies, a
+  compressed stream inflated to its end: a short write that a library only
+  printed, as ITK's NIfTI writer does on a full disk, raises OSError naming
+  the file and the cause, errno ENOSPC or EFBIG), flushed to disk (fsync)
+  and then renamed over the target (os.replace). A failing save removes its
+  temporaries and leaves
   an earlier file intact; a process killed mid-save can leave a
   ``*.tmp-<pid>-<n>.*`` file, never a half-written target. Formats with a
   separate data file (``.mhd`` + ``.raw``/``.zraw``, ``.nhdr``) write both
@@ -233,11 +237,286 @@ def _fix_header_refs(header, tmp_stem, stem):
         f.write(b'\n'.join(lines))
 
 
+class _StderrCapture(object):
+    """Collects what C libraries print on file descriptor 2 while a writer
+    runs (ITK's NIfTI writer reports a short write only there), so that it
+    becomes part of the exception instead of a stray line, and is printed
+    as usual when the save succeeds. One capture at a time (a lock taken
+    without waiting): a save in another thread meanwhile prints as usual."""
+    _lock = __import__('threading').Lock()
+
+    def __init__(self):
+        self.text, self._fd, self._saved = '', None, None
+
+    def __enter__(self):
+        self.text, self._fd, self._saved = '', None, None
+        if not self._lock.acquire(blocking=False):
+            return self
+        try:
+            import sys
+            try:
+                sys.stderr.flush()
+            except Exception:
+                pass
+            memfd = getattr(os, 'memfd_create', None)
+            # in memory where possible: the disk may be the thing that is full
+            if memfd:
+                self._fd = memfd('pyca-stderr')
+            else:
+                self._fd, name = __import__('tempfile').mkstemp()
+                os.unlink(name)
+            self._saved = os.dup(2)
+            os.dup2(self._fd, 2)
+        except OSError:
+            self._release()
+        return self
+
+    def _release(self):
+        try:
+            if self._saved is not None:
+                os.dup2(self._saved, 2)
+                os.close(self._saved)
+            if self._fd is not None:
+                os.lseek(self._fd, 0, os.SEEK_SET)
+                chunks = []
+                while True:
+                    b = os.read(self._fd, 1 << 16)
+                    if not b:
+                        break
+                    chunks.append(b)
+                os.close(self._fd)
+                self.text = b''.join(chunks).decode('utf-8', 'replace')
+        finally:
+            self._fd = self._saved = None
+            self._lock.release()
+
+    def __exit__(self, *exc):
+        if self._saved is not None or self._fd is not None:
+            self._release()
+        return False
+
+    def replay(self):
+        if self.text:
+            try:
+                os.write(2, self.text.encode('utf-8', 'replace'))
+            except OSError:
+                pass
+
+
+def _write_cause(folder, want=None, have=None):
+    """Why a file in folder may have come out short: the file size limit
+    (RLIMIT_FSIZE), a full file system, or (neither visible) a short write."""
+    try:
+        import resource
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY and (want is None or want > limit or
+                                                (have is not None and have >= limit)):
+            return errno.EFBIG, 'File too large (the file size limit, RLIMIT_FSIZE, is %d bytes)' % limit
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        st = os.statvfs(folder)
+        free = st.f_bavail * st.f_frsize
+        missing = (want - have) if (want is not None and have is not None) else 0
+        if free <= max(missing, 4 * st.f_frsize, 1 << 16):
+            return errno.ENOSPC, 'No space left on device (%d bytes free)' % free
+    except (AttributeError, OSError):
+        pass
+    return errno.EIO, 'short write'
+
+
+def _count_bytes(path, offset, decompress=None):
+    """(bytes of path from offset, stream complete) read raw, or through a
+    zlib ('zlib') or gzip ('gzip') decompressor to the stream's end."""
+    if decompress is None:
+        return os.path.getsize(path) - offset, True
+    d = zlib.decompressobj(zlib.MAX_WBITS | (16 if decompress == 'gzip' else 0))
+    total = 0
+    with open(path, 'rb') as f:
+        f.seek(offset)
+        while True:
+            chunk = f.read(1 << 22)
+            if not chunk:
+                break
+            try:
+                while chunk:
+                    total += len(d.decompress(chunk, 1 << 26))
+                    chunk = d.unconsumed_tail
+                    if d.eof and decompress == 'gzip' and d.unused_data:
+                        chunk = d.unused_data  # another gzip member
+                        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            except zlib.error:
+                return total, False
+    total += len(d.flush())
+    return total, d.eof
+
+
+def _header_fields(path, limit=65536, stop=None, sep=b'='):
+    """(fields dict with lower-case keys, byte offset after the header) of a
+    MetaImage (sep '=', up to the ElementDataFile line) or NRRD (sep ':',
+    up to the first empty line) text header."""
+    with open(path, 'rb') as f:
+        head = f.read(limit)
+    fields, pos = {}, 0
+    while pos < len(head):
+        nl = head.find(b'\n', pos)
+        if nl < 0:
+            return fields, None  # the header itself is cut short
+        line = head[pos:nl].rstrip(b'\r')
+        pos = nl + 1
+        if sep == b':' and not line.strip():
+            return fields, pos
+        key, s, val = line.partition(b':=' if b':=' in line and sep == b':' else sep)
+        if s:
+            k = key.strip().lower().decode('latin-1')
+            fields[k] = val.strip().decode('latin-1')
+            if stop is not None and k == stop:
+                return fields, pos
+    return fields, None
+
+
+def _product(text):
+    n = 1
+    for v in text.split():
+        n *= int(float(v))
+    return n
+
+
+_NRRD_BYTES = {'float': 4, 'double': 8, 'uchar': 1, 'unsigned char': 1, 'uint8': 1, 'uint8_t': 1,
+               'signed char': 1, 'char': 1, 'int8': 1, 'int8_t': 1, 'short': 2, 'ushort': 2,
+               'unsigned short': 2, 'int16': 2, 'uint16': 2, 'int16_t': 2, 'uint16_t': 2, 'int': 4,
+               'uint': 4, 'unsigned int': 4, 'int32': 4, 'uint32': 4, 'int32_t': 4, 'uint32_t': 4,
+               'longlong': 8, 'ulonglong': 8, 'int64': 8, 'uint64': 8, 'int64_t': 8, 'uint64_t': 8}
+
+
+def _incomplete(path, ext, folder):
+    """None when the file just written at path (of extension ext) is
+    complete, else (what is wrong, bytes expected or None, bytes present or
+    None). The checks see a short write that a library reported only on
+    stderr (ITK's NIfTI writer) or not at all: the size the header implies
+    for NIfTI, MetaImage, NRRD and .npy; the compressed stream read to its
+    end with the implied length (.nii.gz, compressed MetaImage and NRRD);
+    the zip archive's directory and checksums (.npz); the closing chunk of
+    a PNG; a JSON text that parses. Other formats: a file that is not
+    empty."""
+    low = ext.lower()
+    size = os.path.getsize(path)
+    if size == 0:
+        return 'the file is empty', None, 0
+    try:
+        if low in ('.nii', '.nii.gz'):
+            gz = low.endswith('.gz')
+            try:
+                with (gzip.open(path, 'rb') if gz else open(path, 'rb')) as f:
+                    hdr = f.read(540)
+            except (OSError, EOFError, zlib.error):
+                return 'the gzip stream is cut short inside the NIfTI header', None, None
+            layout = _nifti_layout(hdr)
+            if layout is None:
+                return 'no complete NIfTI header', None, len(hdr)
+            want = layout[0]
+            have, ok = _count_bytes(path, 0, 'gzip' if gz else None)
+            if not ok:
+                return ('the gzip stream ends before its end (%d of %d bytes decompress)'
+                        % (have, want)), want, have
+            if have < want:
+                return '%d of %d bytes written' % (have, want), want, have
+        elif low in ('.mha', '.mhd'):
+            fields, start = _header_fields(path, stop='elementdatafile')
+            if start is None or 'elementdatafile' not in fields:
+                return 'the MetaImage header is cut short', None, size
+            data = fields['elementdatafile']
+            n = _product(fields.get('dimsize', '')) * int(float(fields.get('elementnumberofchannels', '1')))
+            raw = n * _MET_BYTES.get(fields.get('elementtype'), 0)
+            if data.upper() == 'LOCAL':
+                dpath, off = path, start
+            else:
+                dpath, off = os.path.join(folder, data), 0
+                if not os.path.isfile(dpath):
+                    return "the data file '%s' is missing" % data, raw, 0
+            compressed = fields.get('compresseddata', 'false').lower() == 'true'
+            have, ok = _count_bytes(dpath, off)
+            if compressed:
+                want = int(fields.get('compresseddatasize', have))
+                if have < want:
+                    return '%d of %d compressed bytes written' % (have, want), want, have
+                have, ok = _count_bytes(dpath, off, 'zlib')
+                if not ok or (raw and have != raw):
+                    return ('the compressed data end early (%d of %d bytes decompress)'
+                            % (have, raw)), raw, have
+            elif raw and have < raw:
+                return '%d of %d bytes of data written' % (have, raw), raw, have
+        elif low in ('.nrrd', '.nhdr'):
+            fields, start = _header_fields(path, sep=b':')
+            if start is None and low == '.nrrd':
+                return 'the NRRD header is cut short', None, size
+            typ = fields.get('type', '').lower()
+            want = _product(fields.get('sizes', '')) * _NRRD_BYTES.get(typ, 0)
+            data = fields.get('data file') or fields.get('datafile')
+            if data:
+                dpath, off = os.path.join(folder, data), 0
+                if not os.path.isfile(dpath):
+                    return "the data file '%s' is missing" % data, want, 0
+            else:
+                dpath, off = path, start
+            enc = fields.get('encoding', 'raw').lower()
+            if enc in ('gzip', 'gz'):
+                have, ok = _count_bytes(dpath, off, 'gzip')
+                if not ok:
+                    return ('the gzip stream ends before its end (%d of %d bytes decompress)'
+                            % (have, want)), want, have
+            else:
+                have, ok = _count_bytes(dpath, off)
+                if enc != 'raw':
+                    want = 0
+            if want and have < want:
+                return '%d of %d bytes of data written' % (have, want), want, have
+        elif low == '.npy':
+            with open(path, 'rb') as f:
+                version = np.lib.format.read_magic(f)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(f)
+                want = f.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if size < want:
+                return '%d of %d bytes written' % (size, want), want, size
+        elif low == '.npz':
+            with zipfile.ZipFile(path) as z:
+                bad = z.testzip()
+            if bad is not None:
+                return "the archive member '%s' fails its checksum" % bad, None, size
+        elif low == '.png':
+            with open(path, 'rb') as f:
+                f.seek(max(size - 12, 0))
+                tail = f.read(12)
+            if tail[4:8] != b'IEND':
+                return 'the PNG file has no closing IEND chunk', None, size
+        elif low == '.json':
+            import json
+            with open(path, 'rb') as f:
+                json.loads(f.read().decode('utf-8'))
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, struct.error, zlib.error) as e:
+        return 'the written file is not readable back (%s)' % (str(e) or type(e).__name__), None, size
+    return None
+
+
+def _save_error(who, fname, cause, err=None, stderr_text=''):
+    """The OSError of a failed save: names the file and the cause; errno set."""
+    lib = ' '.join(stderr_text.split())
+    e = OSError("%s: cannot write '%s': %s%s" % (who, fname, cause,
+                                                  ' (the writer said: %s)' % lib[:300] if lib else ''))
+    e.errno = err  # (no strerror / filename: str(e) stays this message)
+    return e
+
+
 def _atomic_save(fname, write, who, itk_errors=True):
-    """Runs write(tmp_path) and moves the result over fname atomically (see
-    the module notes). write's SimpleITK errors become OSError naming fname
-    (with itk_errors; without, write's exceptions propagate as they are).
-    Also used by PyCA.Apps (JSON, summary PNGs) and PyCA.Display (figures)."""
+    """Runs write(tmp_path), verifies the temporary file (_incomplete) and
+    moves it over fname atomically (see the module notes). A write that
+    fails, or comes out short, raises OSError naming fname and the cause;
+    the earlier file is untouched and no temporary is left. write's
+    SimpleITK errors become such OSErrors (with itk_errors; without,
+    write's other exceptions propagate as they are). Also used by
+    PyCA.Apps (JSON, summary PNGs) and PyCA.Display (figures)."""
     target = os.path.realpath(fname) if os.path.islink(fname) else fname
     folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
@@ -255,16 +534,35 @@ def _atomic_save(fname, write, who, itk_errors=True):
             return []
         return [n for n in names if n == tmp_stem + ext or n.startswith(tmp_stem + '.')]
 
+    cap = _StderrCapture()
     try:
         try:
-            write(tmp)
+            with cap if itk_errors else _no_capture:
+                write(tmp)
         except RuntimeError as e:  # SimpleITK
             if not itk_errors:
                 raise
-            raise OSError("%s: cannot write '%s': %s" % (who, fname, _itk_reason(e))) from e
+            text, err = _itk_reason(e), errno.EIO
+            if any(k in text for k in ('No space left', 'File too large', 'wrote only', 'only wrote')):
+                err, why = _write_cause(folder)
+                text = why + ' (' + text[:300] + ')'
+            raise _save_error(who, fname, text, err) from e
+        except OSError as e:
+            if str(e).startswith(who + ':'):
+                raise
+            if e.errno:
+                raise _save_error(who, fname, e.strerror or str(e), e.errno) from e
+            err, why = _write_cause(folder)  # numpy's tofile: "N requested and M written"
+            raise _save_error(who, fname, '%s (%s)' % (why, e), err) from e
         made = ours()
         if os.path.basename(tmp) not in made:
-            raise OSError("%s: cannot write '%s': the writer produced no file" % (who, fname))
+            raise _save_error(who, fname, 'the writer produced no file', errno.EIO, cap.text)
+        bad = _incomplete(tmp, ext, folder)
+        if bad is not None:
+            what, want, have = bad
+            err, why = _write_cause(folder, want, have)
+            raise _save_error(who, fname, '%s; the save was incomplete: %s' % (why, what), err, cap.text)
+        cap.replay()
         companions = [n for n in made if n != os.path.basename(tmp)]
         if companions and ext.lower() in _HEADER_EXTS:
             _fix_header_refs(tmp, tmp_stem, stem)
@@ -272,11 +570,14 @@ def _atomic_save(fname, write, who, itk_errors=True):
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except OSError:
             mode = None
-        for n in made:
-            p = os.path.join(folder, n)
-            if mode is not None:
-                os.chmod(p, mode)
-            _fsync_path(p)
+        try:
+            for n in made:
+                p = os.path.join(folder, n)
+                if mode is not None:
+                    os.chmod(p, mode)
+                _fsync_path(p)
+        except OSError as e:  # a file system that reports the full disk only now
+            raise _save_error(who, fname, 'cannot flush it to disk: %s' % (e.strerror or e), e.errno) from e
         for n in companions:  # data first, then the header that names it
             os.replace(os.path.join(folder, n), os.path.join(folder, stem + n[len(tmp_stem):]))
         os.replace(tmp, target)
@@ -288,6 +589,19 @@ def _atomic_save(fname, write, who, itk_errors=True):
             except OSError:
                 pass
         raise
+
+
+class _NoCapture(object):
+    text = ''
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_no_capture = _NoCapture()
 
 
 def _atomic_json(fname, data, who, **dump_kw):
