@@ -39,16 +39,22 @@ LIMIT = 48 << 10             # RLIMIT_FSIZE of the fsize rows
 
 # --------------------------------------------------------------------------- the full disk
 
+def _plain_env():
+    """The environment without the sanitizer run-times preloaded (./run
+    sanitize preloads them into Python; mount and umount need none)."""
+    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS', 'UBSAN_OPTIONS')}
+
+
 def _can_mount():
     if os.geteuid() != 0 or not os.path.isdir('/proc'):
         return False
     probe = '/tmp/pyca-mount-probe-%s' % uuid.uuid4().hex[:8]
     os.makedirs(probe)
     try:
-        ok = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe],
+        ok = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], env=_plain_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
         if ok:
-            subprocess.run(['umount', probe], check=False)
+            subprocess.run(['umount', probe], check=False, env=_plain_env())
         return ok
     except OSError:
         return False
@@ -72,12 +78,13 @@ class FullDisk:
         self.mounted = False
         self._limit = None
         if kind == 'tmpfs':
-            subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', self.dir], check=True)
+            subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', self.dir], check=True,
+                           env=_plain_env())
             self.mounted = True
 
     def close(self):
         if self.mounted:
-            subprocess.run(['umount', '-l', self.dir], check=False)
+            subprocess.run(['umount', '-l', self.dir], check=False, env=_plain_env())
 
     def _fill(self, room):
         st = os.statvfs(self.dir)

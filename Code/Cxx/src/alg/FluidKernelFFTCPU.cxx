@@ -122,11 +122,14 @@ void exportWisdom(const PlanCache& c) {
   if (!text) return;
   const std::string content(text);
   std::free(text);  // fftw_export_wisdom_to_string allocates with malloc
-  // A failed save (a full disk, say) keeps the earlier file (AtomicFile.h)
-  // and only costs the next process its planning: a warning, once, never an
-  // exception out of a computation.
+  // A failed save keeps the earlier file (AtomicFile.h) and only costs the
+  // next process its planning: never an exception out of a computation. An
+  // unwritable location is ignored without a word (a read-only shared
+  // wisdom file); a write that fails for want of room warns, once.
   std::string why;
-  if (!writeFileAtomically(c.wisdom, content, &why)) {
+  int err = 0;
+  if (!writeFileAtomically(c.wisdom, content, &why, &err) &&
+      (err == ENOSPC || err == EFBIG || err == EIO || err == EDQUOT)) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
       std::fprintf(stderr, "PyCA: warning: FFTW wisdom not saved (%s); the earlier file is kept\n", why.c_str());

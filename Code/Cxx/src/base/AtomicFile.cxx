@@ -18,13 +18,15 @@ namespace detail {
 namespace {
 std::atomic<unsigned long> gCounter{0};
 
-bool fail(std::string* why, const std::string& what, int err) {
-  if (why) *why = what + ": " + std::strerror(err);
-  return false;
-}
 }  // namespace
 
-bool writeFileAtomically(const std::string& path, const std::string& content, std::string* why) {
+bool writeFileAtomically(const std::string& path, const std::string& content, std::string* why,
+                         int* errOut) {
+  auto fail = [&](const std::string& what, int e) {
+    if (why) *why = what + ": " + std::strerror(e);
+    if (errOut) *errOut = e;
+    return false;
+  };
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
@@ -33,7 +35,10 @@ bool writeFileAtomically(const std::string& path, const std::string& content, st
   struct stat st;
   const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0666;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return fail(why, "cannot create '" + tmp + "'", errno);
+  if (fd < 0) {
+    const int e = errno;
+    return fail("cannot create '" + tmp + "'", e);
+  }
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {
@@ -43,7 +48,7 @@ bool writeFileAtomically(const std::string& path, const std::string& content, st
       const int err = n < 0 ? errno : EIO;
       ::close(fd);
       ::unlink(tmp.c_str());
-      return fail(why, "cannot write '" + path + "'", err);
+      return fail("cannot write '" + path + "'", err);
     }
     p += n;
     left -= size_t(n);
@@ -52,20 +57,20 @@ bool writeFileAtomically(const std::string& path, const std::string& content, st
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    return fail(why, "cannot sync '" + tmp + "'", err);
+    return fail("cannot sync '" + tmp + "'", err);
   }
   // Verified before it replaces the target: the whole content is on disk.
-  struct stat written;
+  struct stat written{};
   if (::fstat(fd, &written) != 0 || uint64_t(written.st_size) != uint64_t(content.size())) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return fail(why, "cannot write '" + path + "' (" + std::to_string(uint64_t(written.st_size)) + " of " +
+    return fail("cannot write '" + path + "' (" + std::to_string(uint64_t(written.st_size)) + " of " +
                          std::to_string(content.size()) + " bytes written)", EIO);
   }
   if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return fail(why, "cannot replace '" + path + "'", err);
+    return fail("cannot replace '" + path + "'", err);
   }
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
   if (dfd >= 0) {  // some file systems cannot sync folders; the rename is still atomic

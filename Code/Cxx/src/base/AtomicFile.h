@@ -14,9 +14,11 @@ namespace PyCA {
 namespace detail {
 
 /// Writes content to path atomically. Returns false (target untouched, the
-/// temporary removed) when the folder cannot be written or a write fails;
-/// sets *why to the reason when given.
-bool writeFileAtomically(const std::string& path, const std::string& content, std::string* why = nullptr);
+/// temporary removed) when the folder cannot be written or a write fails
+/// or comes out short (the temporary is checked before the rename); sets
+/// *why to the reason and *err to the errno when given (EIO: short write).
+bool writeFileAtomically(const std::string& path, const std::string& content, std::string* why = nullptr,
+                         int* err = nullptr);
 
 }  // namespace detail
 }  // namespace PyCA
