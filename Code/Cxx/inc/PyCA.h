@@ -31,5 +31,6 @@
 #include "MemOpers.h"
 #include "FluidKernelFFTInterface.h"
 #include "FluidKernelFFT.h"
+#include "ImageMetrics.h"
 
 #endif

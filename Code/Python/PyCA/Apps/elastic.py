@@ -19,7 +19,9 @@ the metric of ``L`` (the legacy update ``u = (1 - s) u - s/sigma^2 K gI``):
     reg  = 1/2 <L u, u>                  applyOperator(Lu, u); Dot(Lu, u)
 
 coarse to fine over ``scales`` (``downsampleImage`` of the images and the
-mask, ``updateVField(u)`` between levels).
+mask, ``updateVField(u)`` between levels). With ``metric`` other than
+``ssd`` (PyCA.Apps.metrics; no mask) the image term is ``E_metric(I0,
+Idef) / (2 sigma^2)`` and ``diff`` is minus the metric's force.
 
 Step. ``s = min(step, max_step / |G|_max)``: ``step`` is the fraction of the
 metric gradient (< 1; the legacy constant step), and no update moves a voxel
@@ -40,6 +42,7 @@ from ._common import (RegistrationResult, merge_config, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_resampler,
                       make_multiscale, Progress, check_pair, same_grid, Timer, ConfigError)
 from .greedy import per_scale, own_copy, max_voxel_disp
+from .metrics import make_metric
 
 __all__ = ['DEFAULTS', 'elastic_register']
 
@@ -55,6 +58,9 @@ DEFAULTS = {
     'beta': 0.0,
     'gamma': 0.01,            # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
     'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
+    'metric': 'ssd',          # similarity metric: 'ssd', 'ncc', 'lncc' or 'mi' (PyCA.Apps.metrics)
+    'lncc_radius': 2,         # lncc: window radius in voxels of each level
+    'mi_bins': 32,            # mi: histogram bins per image
 }
 
 
@@ -88,6 +94,10 @@ def elastic_register(fixed, moving, config=None, quiet=False, mask=None, **param
             raise ValueError("%s: mask must be on the fixed grid (got %s and %s)"
                              % (who, mask.grid(), fixed.grid()))
     cfg = merge_config(DEFAULTS, config, params)
+    metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
+    ssd = metric.name == 'ssd'
+    if mask is not None and not ssd:
+        raise ConfigError("a mask is supported with metric 'ssd' only (got metric %r)" % cfg['metric'])
     for key in ('max_step', 'sigma', 'step'):
         if not cfg[key] > 0:
             raise ConfigError("%s must be > 0, got %r" % (key, cfg[key]))
@@ -141,13 +151,20 @@ def elastic_register(fixed, moving, config=None, quiet=False, mask=None, **param
             sp, vol = g.spacing(), g.voxelVol()
             cap, step = float(cfg['max_step']), float(cfg['step'])
 
+            if not ssd:
+                metric.prepare(I0, I1)
+
             def evaluate():
                 ca.ApplyV(Idef, I1, u)
-                ca.Sub(diff, Idef, I0)
-                if M is not None:
-                    ca.Mul_I(diff, M)
+                if ssd:
+                    ca.Sub(diff, Idef, I0)
+                    if M is not None:
+                        ca.Mul_I(diff, M)
+                    ei = 0.5 * inv_s2 * ca.Sum2(diff) * vol
+                else:   # diff = 1/2 dE/dIdef / vol = -(the metric's force)
+                    ei = 0.5 * inv_s2 * metric.evaluate(I0, Idef, diff)
+                    ca.MulC_I(diff, -1.0)
                 kernel.applyOperator(Lu, u)
-                ei = 0.5 * inv_s2 * ca.Sum2(diff) * vol
                 er = 0.5 * ca.Dot(Lu, u) * vol
                 return ei + er, ei, er
 

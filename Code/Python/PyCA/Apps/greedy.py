@@ -31,10 +31,13 @@ the end by ``inverse_iters`` fixed-point iterations ``hinv <- hinv -
 (h o hinv - x)`` (ComposeHH), which bring ``hinv o h`` to the identity within
 the interpolation error (a few hundredths of a voxel).
 
-Energy. ``E = Sum2(I0 - I1 o h) * voxelVol`` at the current level (an
+Energy. The similarity metric's (``metric``: PyCA.Apps.metrics; ``ssd``,
+the legacy's, ``E = Sum2(I0 - I1 o h) * voxelVol``) at the current level (an
 integral, so levels are comparable), recorded at each iteration before its
 update, as the legacy example did; greedy has no regulariser energy, so
-``energy_terms['reg']`` holds zeros.
+``energy_terms['reg']`` holds zeros. Other metrics replace ``diff`` above by
+their force ``-1/2 dE/dIdef / voxelVol`` (``I0 - Idef`` for SSD) and are
+evaluated once per level on that level's images (``prepare``).
 
 Defaults were chosen on the MNI T1 template at 2 mm (99x117x95, intensities
 in [0, 1]) warped by smooth deformations of up to 8-16 mm: the final mismatch
@@ -45,6 +48,7 @@ import PyCA.Core as ca
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_resampler,
                       make_multiscale, Progress, check_pair, Timer, ConfigError)
+from .metrics import make_metric
 
 __all__ = ['DEFAULTS', 'greedy_register']
 
@@ -61,6 +65,9 @@ DEFAULTS = {
     'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     'compute_inverse': True,  # maintain hinv (one extra composition per iteration)
     'inverse_iters': 5,       # final fixed-point polishing iterations of hinv
+    'metric': 'ssd',          # similarity metric: 'ssd', 'ncc', 'lncc' or 'mi' (PyCA.Apps.metrics)
+    'lncc_radius': 2,         # lncc: window radius in voxels of each level
+    'mi_bins': 32,            # mi: histogram bins per image
 }
 
 
@@ -141,6 +148,7 @@ def greedy_register(fixed, moving, config=None, quiet=False, init_h=None, init_h
     if cfg['step'] < 0:
         raise ConfigError("step must be >= 0 (0 = normalised step), got %r" % cfg['step'])
     mType = compute_mem_type(cfg['device'], fixed)
+    metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     timer = Timer()
 
     I0orig, I1orig = own_copy(fixed, mType), own_copy(moving, mType)
@@ -208,13 +216,14 @@ def greedy_register(fixed, moving, config=None, quiet=False, init_h=None, init_h
                 if want_inv:
                     resampler.updateHField(hinv)
             kernel = make_fluid_kernel(g, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
-            sp, vol = g.spacing(), g.voxelVol()
+            sp = g.spacing()
             cap, step = float(cfg['max_step']), float(cfg['step'])
+            metric.prepare(I0, I1)
 
             def evaluate():
+                # the energy, and diff = -1/2 dE/dIdef / voxelVol (SSD: I0 - Idef)
                 ca.ApplyH(Idef, I1, h)
-                ca.Sub(diff, I0, Idef)
-                return ca.Sum2(diff) * vol
+                return metric.evaluate(I0, Idef, diff)
 
             def accept():
                 if want_inv:

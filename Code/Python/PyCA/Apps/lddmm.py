@@ -7,6 +7,9 @@ initial momentum m0 generates; m0 is optimised by gradient descent on
     E(m0) = 1/2 <m0, K m0> + 1/(2 sigma^2) || I0 o phi_1^-1 - I1 ||^2
 
 (both terms integrals over the fixed grid: sums times the voxel volume).
+With ``metric`` other than ``ssd`` (PyCA.Apps.metrics) the image term is
+``E_metric(I1, I0 o phi_1^-1) / (2 sigma^2)`` and I_hat(1) below is the
+metric's force over sigma^2 (every metric's energy is in SSD units).
 
 Forward shooting (EPDiff in Lagrangian form, ``nsteps`` steps of dt = 1/nsteps):
     m_t = CoAd(phi_t^-1, m0)               (``CoAd``)
@@ -41,6 +44,7 @@ import PyCA.Core as ca
 from ._common import (RegistrationResult, Progress, Timer, check_pair, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_multiscale,
                       make_resampler, merge_config, on_mem, ConfigError)
+from .metrics import SSD, make_metric
 
 __all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
 
@@ -67,6 +71,10 @@ DEFAULTS = {
     'inverse_iters': 2,         # UpdateInverse fixed-point iterations per time step
     'device': 'auto',           # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
     'smooth_scales': True,      # Gaussian pre-smoothing when down-sampling (MultiscaleResamplerGauss)
+    'metric': 'ssd',            # similarity metric: 'ssd', 'ncc', 'lncc' or 'mi' (PyCA.Apps.metrics);
+                                #   every metric's energy is in SSD units, so sigma keeps its meaning
+    'lncc_radius': 2,           # lncc: window radius in voxels of each scale
+    'mi_bins': 32,              # mi: histogram bins per image
 }
 
 
@@ -83,7 +91,7 @@ class Shooter:
     """
 
     def __init__(self, grid, mType, kernel, nsteps=10, integrator='euler', sigma=0.1,
-                 inverse_iters=3, adjoint='heun'):
+                 inverse_iters=3, adjoint='heun', metric=None):
         if adjoint not in ('heun', 'euler'):
             raise ConfigError("adjoint must be 'heun' or 'euler', got %r" % adjoint)
         self.adjoint = adjoint
@@ -92,6 +100,8 @@ class Shooter:
         if nsteps < 1:
             raise ConfigError("nsteps must be >= 1, got %r" % nsteps)
         self.grid, self.mType, self.K = grid, mType, kernel
+        self.metric = metric if metric is not None else SSD()   # prepared by the caller
+        self._force_of = None
         self.T, self.integrator, self.sigma = int(nsteps), integrator, float(sigma)
         self.ninv = int(inverse_iters)
         sp = grid.spacing()
@@ -207,10 +217,12 @@ class Shooter:
             self._velocity(self.v[n + 1], self.m[n + 1], ginvn, m0)
 
     def energy(self, m0, I0, I1, deformed):
-        """(E_img, E_reg) after shoot(m0); ``deformed`` = I0 o phi_1^-1."""
+        """(E_img, E_reg) after shoot(m0); ``deformed`` = I0 o phi_1^-1.
+        E_img = E_metric(I1, deformed) / (2 sigma^2) (SSD: the sum of squares
+        times the voxel volume); the metric's force is kept for gradient()."""
         ca.ApplyH(deformed, I0, self.ginv[self.T])
-        ca.Sub(self.i1, deformed, I1)
-        e_img = 0.5 * ca.Sum2(self.i1) * self.vv / (self.sigma ** 2)
+        e_img = 0.5 * self.metric.evaluate(I1, deformed, self.i1) / (self.sigma ** 2)
+        self._force_of = deformed
         e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv
         return e_img, e_reg
 
@@ -246,9 +258,13 @@ class Shooter:
         m0 - out), or m_hat(0) itself with precondition=False (the L2 gradient
         of E is then K m0 - m_hat(0), per unit voxel volume)."""
         T, dt = self.T, 1.0 / self.T
-        Ihat1 = self.i1                      # I_hat(1) = -(I(1) - I1)/sigma^2
-        ca.Sub(Ihat1, deformed, I1)
-        ca.MulC_I(Ihat1, -1.0 / self.sigma ** 2)
+        # I_hat(1) = -dE_img/dI(1) / voxelVol = force / sigma^2 (SSD: -(I(1) - I1)/sigma^2),
+        # the metric's force of the last energy() on this deformed image
+        Ihat1 = self.i1
+        if self._force_of is not deformed:
+            self.metric.evaluate(I1, deformed, Ihat1)
+        self._force_of = None                # consumed: scaled in place below
+        ca.MulC_I(Ihat1, 1.0 / self.sigma ** 2)
         self.i_def = deformed
         mhat, tmp, force, prev = out, self.t1, self.t2, self.t3
         ca.SetToZero(mhat)
@@ -301,6 +317,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
     check_pair(fixed, moving, 'lddmm_register')
     cfg = merge_config(DEFAULTS, config, params)
     mType = compute_mem_type(cfg['device'], fixed)
+    metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     timer = Timer()
     grid0 = fixed.grid()
     I1full = on_mem(fixed, mType)
@@ -348,8 +365,9 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
             else:
                 resampler.updateVField(m0)      # up-sampled onto this scale's grid, in place
             kernel = make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
+            metric.prepare(I1, I0)
             sh = Shooter(grid, mType, kernel, cfg['nsteps'], cfg['integrator'], cfg['sigma'],
-                         cfg['inverse_iters'], cfg['adjoint'])
+                         cfg['inverse_iters'], cfg['adjoint'], metric)
             deformed = ca.Image3D(grid, mType)
             grad = ca.Field3D(grid, mType)
             prev_m0 = ca.Field3D(grid, mType)

@@ -1,0 +1,147 @@
+// MetricKernels.h -- the kernel bodies of ImageMetrics.cxx, written once for
+// the CPU and the GPU (PYCA_HOSTDEVICE): one line of a box filter pass, one
+// voxel's share of the mutual-information histogram, one voxel of its
+// gradient.
+#ifndef __PYCA_METRIC_KERNELS_H__
+#define __PYCA_METRIC_KERNELS_H__
+
+#include <cmath>
+#include <cstddef>
+
+#include "pycaConst.h"
+#include "pycaKernel.h"
+
+namespace PyCA {
+namespace kern {
+
+/// One line of a box-filter pass along `axis`, run by forEachVoxel over the
+/// grid with extent 1 along that axis (one call per line):
+///   out[k] = sum_{j = k - r .. k + r} val(j),
+/// val(j) = in[j] inside, and outside: 0 (BC_APPROX: truncated window), the
+/// nearest end (BC_CLAMP) or in[j mod n] (BC_WRAP). A running sum in double:
+/// O(n + r) per line whatever the radius.
+template <int axis, BoundaryCondT bc>
+struct BoxLine {
+  const float* in;
+  float* out;
+  int sx, sy;        // the full grid's x and y extents
+  int n, r;          // extent along the axis, radius
+  ptrdiff_t stride;  // elements between neighbours along the axis
+
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE double val(const float* src, int j) const {
+    if (bc == BC_APPROX) return (j < 0 || j >= n) ? 0.0 : double(src[ptrdiff_t(j) * stride]);
+    if (bc == BC_CLAMP) {
+      const int c = j < 0 ? 0 : (j >= n ? n - 1 : j);
+      return double(src[ptrdiff_t(c) * stride]);
+    }
+    int w = j % n;  // BC_WRAP
+    if (w < 0) w += n;
+    return double(src[ptrdiff_t(w) * stride]);
+  }
+
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t) const {
+    const size_t base = size_t(x) + size_t(sx) * (size_t(y) + size_t(sy) * size_t(z));
+    const float* src = in + base;
+    float* dst = out + base;
+    double s = 0.0;
+    for (int j = -r; j <= r; ++j) s += val(src, j);
+    dst[0] = float(s);
+    for (int k = 1; k < n; ++k) {
+      s += val(src, k + r) - val(src, k - 1 - r);
+      dst[ptrdiff_t(k) * stride] = float(s);
+    }
+  }
+};
+
+/// The cubic B-spline (support |u| < 2, a partition of unity) and its derivative.
+PYCA_HOSTDEVICE PYCA_FORCEINLINE float bspline3(float u) {
+  const float a = u < 0.f ? -u : u;
+  if (a < 1.f) return (4.f - 6.f * a * a + 3.f * a * a * a) * (1.f / 6.f);
+  if (a < 2.f) {
+    const float t = 2.f - a;
+    return t * t * t * (1.f / 6.f);
+  }
+  return 0.f;
+}
+PYCA_HOSTDEVICE PYCA_FORCEINLINE float bspline3Deriv(float u) {
+  const float a = u < 0.f ? -u : u;
+  const float s = u < 0.f ? -1.f : 1.f;
+  if (a < 1.f) return s * (-2.f * a + 1.5f * a * a);
+  if (a < 2.f) {
+    const float t = 2.f - a;
+    return s * (-0.5f * t * t);
+  }
+  return 0.f;
+}
+
+/// The continuous bin index of a value: t = 2 + (clamp(v, lo, hi) - lo) /
+/// delta (NaN maps to lo). inside(v): v in [lo, hi] (the map's derivative
+/// is 1 / delta there, 0 outside).
+struct ParzenMap {
+  float lo, hi, invDelta;
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE float index(float v) const {
+    const float c = fminf(fmaxf(v, lo), hi);
+    return 2.f + (c - lo) * invDelta;
+  }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE bool inside(float v) const { return v >= lo && v <= hi; }
+};
+
+/// Voxel i's contributions B(a - tf) B(b - tm) to the joint histogram
+/// (nb = bins + 4 per side), given to add(bin, weight) (a plain sum on the
+/// CPU, an atomic one on the GPU). Masked-out voxels add nothing.
+template <class Add>
+PYCA_HOSTDEVICE PYCA_FORCEINLINE void miHistogramVoxel(const float* f, const float* m, const float* mask,
+                                                       const ParzenMap& pf, const ParzenMap& pm, int nb,
+                                                       size_t i, Add& add) {
+  if (mask && !(mask[i] > 0.5f)) return;
+  const float tf = pf.index(f[i]), tm = pm.index(m[i]);
+  const int a0 = int(floorf(tf)) - 1, b0 = int(floorf(tm)) - 1;
+  float wb[4];
+  for (int k = 0; k < 4; ++k) wb[k] = bspline3(float(b0 + k) - tm);
+  for (int ka = 0; ka < 4; ++ka) {
+    const float wa = bspline3(float(a0 + ka) - tf);
+    if (wa == 0.f) continue;
+    for (int kb = 0; kb < 4; ++kb)
+      if (wb[kb] != 0.f) add((a0 + ka) * nb + (b0 + kb), double(wa) * double(wb[kb]));
+  }
+}
+
+/// d MI / d m(x) = (1/N) sum_{a,b} B(a - tf) (-B'(b - tm)) / delta_m * L(a, b),
+/// L = log p / (pF pM): `scale` = -invDelta_m / N.
+struct MIGradientOp {
+  const float* f;
+  const float* m;
+  const float* mask;
+  const float* logRatio;  // nb x nb
+  float* out;
+  ParzenMap pf, pm;
+  int nb;
+  float scale;
+
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int, int, int, size_t i) const {
+    const float v = m[i];
+    if ((mask && !(mask[i] > 0.5f)) || !pm.inside(v)) {
+      out[i] = 0.f;
+      return;
+    }
+    const float tf = pf.index(f[i]), tm = pm.index(v);
+    const int a0 = int(floorf(tf)) - 1, b0 = int(floorf(tm)) - 1;
+    float db[4];
+    for (int k = 0; k < 4; ++k) db[k] = bspline3Deriv(float(b0 + k) - tm);
+    float s = 0.f;
+    for (int ka = 0; ka < 4; ++ka) {
+      const float wa = bspline3(float(a0 + ka) - tf);
+      if (wa == 0.f) continue;
+      const float* row = logRatio + (a0 + ka) * nb + b0;
+      float t = 0.f;
+      for (int kb = 0; kb < 4; ++kb) t += db[kb] * row[kb];
+      s += wa * t;
+    }
+    out[i] = s * scale;
+  }
+};
+
+}  // namespace kern
+}  // namespace PyCA
+
+#endif
