@@ -32,6 +32,10 @@ namespace PyCA {
 /// axis (one pass per axis with r > 0). Radii must be >= 0.
 void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc = BC_APPROX,
                StreamT st = nullptr);
+/// The same with a scratch image of the caller's (same grid and memory
+/// type, not a_o or a_i) instead of one allocated per call: for loops.
+void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc, Image3D& a_tmp,
+               StreamT st = nullptr);
 
 /// Mutual information of a fixed and a moving image (natural log), from
 /// the joint histogram p(a, b) = (1/N) sum_x B(a - tf(x)) B(b - tm(x)) with

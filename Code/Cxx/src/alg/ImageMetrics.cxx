@@ -31,11 +31,73 @@ using detail::forEachVoxel;
 
 namespace {
 
+/// CPU form of a y or z pass: the same running sums (kern::BoxLine's
+/// arithmetic, in the same order per line), but for a whole x row of lines
+/// at once, x innermost: contiguous loads instead of one strided line at a
+/// time. Rows (z for a y pass, y for a z pass) are split over the threads.
+template <int axis, BoundaryCondT bc>
+void boxPassRowsCpu(float* out, const float* in, const Vec3Di& s, int r) {
+  const int n = axis == 1 ? s.y : s.z;
+  const int rows = axis == 1 ? s.z : s.y;
+  const ptrdiff_t stride = axis == 1 ? ptrdiff_t(s.x) : ptrdiff_t(s.x) * s.y;
+  const ptrdiff_t rowStep = axis == 1 ? ptrdiff_t(s.x) * s.y : ptrdiff_t(s.x);
+  const int nx = s.x;
+  const kern::BoxLine<axis, bc> line{in, out, s.x, s.y, n, r, stride};
+  const size_t work = size_t(nx) * size_t(n) * size_t(rows);
+#pragma omp parallel if (work >= detail::kOmpMinVoxels)
+  {
+    std::vector<double> acc(static_cast<size_t>(nx));
+#pragma omp for schedule(static)
+    for (int q = 0; q < rows; ++q) {
+      const float* src = in + ptrdiff_t(q) * rowStep;
+      float* dst = out + ptrdiff_t(q) * rowStep;
+      for (int x = 0; x < nx; ++x) acc[size_t(x)] = 0.0;
+      for (int j = -r; j <= r; ++j)
+        for (int x = 0; x < nx; ++x) acc[size_t(x)] += line.val(src + x, j);
+      for (int x = 0; x < nx; ++x) dst[x] = float(acc[size_t(x)]);
+      for (int k = 1; k < n; ++k) {
+        float* d = dst + ptrdiff_t(k) * stride;
+        const int hi = k + r, lo = k - 1 - r;
+        if (lo >= 0 && hi < n) {  // both taps inside (BoxLine's fast path)
+          const float* ph = src + ptrdiff_t(hi) * stride;
+          const float* pl = src + ptrdiff_t(lo) * stride;
+          double* a = acc.data();
+#pragma omp simd
+          for (int x = 0; x < nx; ++x) {
+            a[x] += double(ph[x]) - double(pl[x]);
+            d[x] = float(a[x]);
+          }
+        } else {
+          for (int x = 0; x < nx; ++x) {
+            acc[size_t(x)] += line.val(src + x, hi) - line.val(src + x, lo);
+            d[x] = float(acc[size_t(x)]);
+          }
+        }
+      }
+    }
+  }
+}
+
 template <int axis>
 void boxPass(float* out, const float* in, const Vec3Di& s, int r, BoundaryCondT bc, MemoryType mt, StreamT st) {
   const int n = axis == 0 ? s.x : (axis == 1 ? s.y : s.z);
   const ptrdiff_t stride = axis == 0 ? 1 : (axis == 1 ? ptrdiff_t(s.x) : ptrdiff_t(s.x) * s.y);
   const Vec3Di lines(axis == 0 ? 1 : s.x, axis == 1 ? 1 : s.y, axis == 2 ? 1 : s.z);
+  if (axis != 0 && mt != MEM_DEVICE) {
+    switch (bc) {
+      case BC_APPROX:
+        boxPassRowsCpu<axis, BC_APPROX>(out, in, s, r);
+        return;
+      case BC_CLAMP:
+        boxPassRowsCpu<axis, BC_CLAMP>(out, in, s, r);
+        return;
+      case BC_WRAP:
+        boxPassRowsCpu<axis, BC_WRAP>(out, in, s, r);
+        return;
+      default:
+        throw PyCAException(__FILE__, __LINE__, "BoxFilter: unknown BoundaryCondT");
+    }
+  }
   switch (bc) {
     case BC_APPROX:
       forEachVoxel(mt, kern::BoxLine<axis, BC_APPROX>{in, out, s.x, s.y, n, r, stride}, lines, st);
@@ -124,7 +186,26 @@ void miHistogram(std::vector<double>& hist, const float* f, const float* m, cons
 
 }  // namespace
 
+namespace {
+void boxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc, Image3D* a_tmp,
+               StreamT st);
+}
+
 void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc, StreamT st) {
+  boxFilter(a_o, a_i, radius, bc, nullptr, st);
+}
+
+void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc, Image3D& a_tmp,
+               StreamT st) {
+  checkAll(a_o, a_tmp);
+  PRECONDITION(!detail::overlaps(a_tmp, a_o) && !detail::overlaps(a_tmp, a_i),
+               "BoxFilter: the scratch image must not be the output or the input");
+  boxFilter(a_o, a_i, radius, bc, &a_tmp, st);
+}
+
+namespace {
+void boxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc, Image3D* a_tmp,
+               StreamT st) {
   checkAll(a_o, a_i);
   PRECONDITION(radius.x >= 0 && radius.y >= 0 && radius.z >= 0, "BoxFilter: radius must be >= 0");
   PRECONDITION(bc == BC_APPROX || bc == BC_CLAMP || bc == BC_WRAP, "BoxFilter: unknown BoundaryCondT");
@@ -143,8 +224,8 @@ void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryC
   // Ping-pong between a_o and a scratch image so that no pass runs in place
   // (a line reads values it has already overwritten otherwise): the last
   // pass writes a_o.
-  std::unique_ptr<Image3D> tmp = detail::scratchImage(a_o.grid(), mt);
-  float* bufs[2] = {dataOf(a_o), dataOf(*tmp)};
+  std::unique_ptr<Image3D> tmp = (na > 1 && !a_tmp) ? detail::scratchImage(a_o.grid(), mt) : nullptr;
+  float* bufs[2] = {dataOf(a_o), a_tmp ? dataOf(*a_tmp) : (tmp ? dataOf(*tmp) : nullptr)};
   int cur = (na % 2 == 1) ? 0 : 1;  // the first pass's output, so that the last one is a_o
   const float* src = dataOf(a_i);
   std::unique_ptr<Image3D> copy;
@@ -159,6 +240,7 @@ void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryC
     cur ^= 1;
   }
 }
+}  // namespace
 
 MutualInformation::MutualInformation(int bins, float fixedLo, float fixedHi, float movingLo, float movingHi)
     : mBins(bins), mFLo(fixedLo), mFHi(fixedHi), mMLo(movingLo), mMHi(movingHi) {

@@ -47,7 +47,11 @@ struct BoxLine {
     for (int j = -r; j <= r; ++j) s += val(src, j);
     dst[0] = float(s);
     for (int k = 1; k < n; ++k) {
-      s += val(src, k + r) - val(src, k - 1 - r);
+      const int hi = k + r, lo = k - 1 - r;
+      if (lo >= 0 && hi < n)  // both taps inside: no boundary rule (the same value as val)
+        s += double(src[ptrdiff_t(hi) * stride]) - double(src[ptrdiff_t(lo) * stride]);
+      else
+        s += val(src, hi) - val(src, lo);
       dst[ptrdiff_t(k) * stride] = float(s);
     }
   }

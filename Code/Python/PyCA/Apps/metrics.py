@@ -176,7 +176,7 @@ class LNCC(Metric):
         s = im.size()
         r = self.radius
         ca.BoxFilter(out, im, ca.Vec3Di(r if s.x > 1 else 0, r if s.y > 1 else 0, r if s.z > 1 else 0),
-                     ca.BC_APPROX)
+                     ca.BC_APPROX, self._tmp(im, 'lncc_box'))
 
     def prepare(self, fixed, moving):
         _, var, _, _ = _check_not_constant(fixed, 'lncc', 'fixed')
