@@ -38,6 +38,8 @@ ad_phys(X, Y) = S AdInf(S^-1 X, S^-1 Y), ad*_phys(X, m) = S^-1 CoAdInf(S^-1 X, S
 so anisotropic grids are handled exactly.
 """
 import copy
+import math
+import warnings
 
 import PyCA.Core as ca
 
@@ -69,9 +71,12 @@ DEFAULTS = {
     'max_step': 1.0,            # ... up to this
     'momentum': 0.65,           # heavy-ball momentum of the descent (0: plain gradient descent)
     'inverse_iters': 2,         # UpdateInverse fixed-point iterations per time step
+    'max_cfl': 0.5,             # stability bound of the shooting: dt * max_x |Dv_t(x)| (Frobenius)
+                                #   at every step; nsteps is raised (up to max_nsteps) to keep it
+    'max_nsteps': 64,           # the most time steps the adaptive shooting may take
     'device': 'auto',           # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
     'smooth_scales': True,      # Gaussian pre-smoothing when down-sampling (MultiscaleResamplerGauss)
-    'metric': 'ssd',            # similarity metric: 'ssd', 'ncc', 'lncc' or 'mi' (PyCA.Apps.metrics);
+    'metric': 'lncc',           # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
                                 #   every metric's energy is in SSD units, so sigma keeps its meaning
     'lncc_radius': 2,           # lncc: window radius in voxels of each scale
     'mi_bins': 32,              # mi: histogram bins per image
@@ -125,7 +130,10 @@ class Shooter:
         self.t1, self.t2, self.t3, self.t4 = F(), F(), F(), F()
         self.t5 = F() if not self.iso else None
         self.w = F()
+        self.jz = F()                        # third row of the Jacobian of v (stability number)
         self.i1, self.i2, self.i3 = I(), I(), I()
+        self.cfl = 0.0                       # max_n dt * max_x |Dv_n(x)|_F of the last shoot
+        self.min_jac = 1.0                   # min det D(phi_1), det D(phi_1^-1) of the last shoot
         if adjoint == 'heun':
             self.hb_a, self.hb_p = F(), F()
         if integrator == 'rk4':
@@ -184,14 +192,47 @@ class Shooter:
         if scale != 1.0:
             ca.MulC_I(out, float(scale))
 
+    def _dv_max(self, v):
+        """max_x |Dv(x)|_F (physical derivatives: dimensionless); a forward step
+        Id + dt v is invertible where dt |Dv| < 1."""
+        ca.Jacobian(self.t1, self.t2, self.jz, v)
+        ca.SqrMagnitude(self.i2, self.t1)
+        ca.SqrMagnitude(self.i3, self.t2)
+        ca.Add_I(self.i2, self.i3)
+        ca.SqrMagnitude(self.i3, self.jz)
+        ca.Add_I(self.i2, self.i3)
+        return math.sqrt(max(ca.Max(self.i2), 0.0))
+
+    def _min_jac(self):
+        ca.JacDetH(self.i2, self.g[self.T])
+        ca.JacDetH(self.i3, self.ginv[self.T])
+        return min(ca.Min(self.i2), ca.Min(self.i3))
+
+    def stable(self, max_cfl):
+        """The last shoot is usable: finite, within the stability bound, not folded."""
+        return (math.isfinite(self.cfl) and self.cfl <= max_cfl
+                and math.isfinite(self.min_jac) and self.min_jac > 0.0)
+
     def shoot(self, m0):
         T, dt = self.T, 1.0 / self.T
         ca.SetToIdentity(self.g[0])
         ca.SetToIdentity(self.ginv[0])
         ca.Copy(self.m[0], m0)
         self.K.applyInverseOperator(self.v[0], self.m[0])
+        self.cfl = 0.0
         for n in range(T):
             g, ginv, v = self.g[n], self.ginv[n], self.v[n]
+            self.cfl = max(self.cfl, dt * self._dv_max(v))
+            if not self.cfl <= 1.0:
+                # unstable already: the rest of the path is meaningless
+                # (and may overflow); the caller refines or rejects it
+                for k in range(n + 1, T + 1):
+                    ca.Copy(self.g[k], g)
+                    ca.Copy(self.ginv[k], ginv)
+                    ca.Copy(self.v[k], v)
+                    ca.Copy(self.m[k], self.m[n])
+                self.min_jac = float('nan')
+                return
             gn, ginvn = self.g[n + 1], self.ginv[n + 1]
             if self.integrator == 'euler':
                 self._lagrangian(self.w, v, g, dt)
@@ -215,6 +256,8 @@ class Shooter:
             ca.Add(gn, g, self.w)
             ca.UpdateInverse(ginvn, self.t3, ginv, self.w, self.ninv)
             self._velocity(self.v[n + 1], self.m[n + 1], ginvn, m0)
+        self.cfl = max(self.cfl, dt * self._dv_max(self.v[T]))
+        self.min_jac = self._min_jac()
 
     def energy(self, m0, I0, I1, deformed):
         """(E_img, E_reg) after shoot(m0); ``deformed`` = I0 o phi_1^-1.
@@ -343,6 +386,9 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
     resampler = make_resampler(grid0, mType, gauss=cfg['smooth_scales'])
 
     energy, e_img_l, e_reg_l, scale_of_iter = [], [], [], []
+    max_cfl, max_nsteps = float(cfg['max_cfl']), max(int(cfg['max_nsteps']), int(cfg['nsteps']))
+    nsteps_prev = 0
+    nsteps_used = []
     m0 = None
     bar = Progress(sum(iters), 'LDDMM', quiet)
     try:
@@ -366,8 +412,20 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                 resampler.updateVField(m0)      # up-sampled onto this scale's grid, in place
             kernel = make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
             metric.prepare(I1, I0)
-            sh = Shooter(grid, mType, kernel, cfg['nsteps'], cfg['integrator'], cfg['sigma'],
+            nsteps = max(cfg['nsteps'], nsteps_prev)
+            sh = Shooter(grid, mType, kernel, nsteps, cfg['integrator'], cfg['sigma'],
                          cfg['inverse_iters'], cfg['adjoint'], metric)
+
+            def refine(sh, m):
+                """sh shot m; while its path is unstable, more time steps (up to
+                max_nsteps) and shoot again. Returns the shooter (maybe a new one)."""
+                while not sh.stable(max_cfl) and sh.T < max_nsteps:
+                    c = sh.cfl if math.isfinite(sh.cfl) and sh.cfl > max_cfl else 2.0 * max_cfl
+                    T = min(max_nsteps, max(2 * sh.T, int(math.ceil(sh.T * c / max_cfl))))
+                    sh = Shooter(grid, mType, kernel, T, cfg['integrator'], cfg['sigma'],
+                                 cfg['inverse_iters'], cfg['adjoint'], metric)
+                    sh.shoot(m)
+                return sh
             deformed = ca.Image3D(grid, mType)
             grad = ca.Field3D(grid, mType)
             prev_m0 = ca.Field3D(grid, mType)
@@ -381,8 +439,29 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
             it = 0
             while it < nit:
                 sh.shoot(m0)
+                T_before = sh.T
+                sh = refine(sh, m0)
+                if best is None and not sh.stable(max_cfl):
+                    # the scale's start (the up-sampled momentum) cannot be shot
+                    # stably even with max_nsteps: shrink it towards zero
+                    for _ in range(30):
+                        ca.MulC_I(m0, 0.5)
+                        sh.shoot(m0)
+                        if sh.stable(max_cfl):
+                            break
+                    have_mom = False
                 e_img, e_reg = sh.energy(m0, I0, I1, deformed)
                 e = e_img + e_reg
+                if best is not None and sh.T != T_before:
+                    # finer time steps: the energy of the last accepted momentum
+                    # with them, so that the comparison is between equals
+                    sh.shoot(prev_m0)
+                    best = sum(sh.energy(prev_m0, I0, I1, deformed))
+                    sh.shoot(m0)
+                    e_img, e_reg = sh.energy(m0, I0, I1, deformed)
+                    e = e_img + e_reg
+                if not (math.isfinite(e) and sh.stable(max_cfl)):
+                    e = math.inf             # a folded or unstable shot: a failed step
                 if best is not None and e > best and step > cfg['min_step'] * first_step:
                     # the step overshot: go back and take half of it
                     step *= 0.5
@@ -426,12 +505,19 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                 ca.Add_MulC_I(m0, prev_dir, -step)
             if nit == 0:
                 sh.shoot(m0)
+                sh = refine(sh, m0)
                 sh.energy(m0, I0, I1, deformed)
+            nsteps_prev = sh.T
+            nsteps_used.append(sh.T)
             last = (sh, deformed, grid)
     finally:
         bar.close()
 
     sh, deformed, grid = last
+    if not sh.stable(max_cfl):
+        warnings.warn("lddmm_register: the final geodesic is not resolved (dt*max|Dv| = %.3g, "
+                      "min det J = %.3g with %d time steps); raise max_nsteps"
+                      % (sh.cfl, sh.min_jac, sh.T), RuntimeWarning)
     # the final deformation on the full-resolution grid
     h = ca.Field3D(grid0, mType)
     hinv = ca.Field3D(grid0, mType)
@@ -446,4 +532,5 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
         method='lddmm', deformed=out, h=h, hinv=hinv, momentum=m0, velocity=velocity,
         energy=energy, energy_terms={'image': e_img_l, 'reg': e_reg_l},
         scale_of_iter=scale_of_iter, iterations=len(energy), seconds=seconds,
-        device='gpu' if mType == ca.MEM_DEVICE else 'cpu', config=copy.deepcopy(cfg))
+        device='gpu' if mType == ca.MEM_DEVICE else 'cpu',
+        config=dict(copy.deepcopy(cfg), nsteps_used=nsteps_used))
