@@ -28,6 +28,15 @@ Rows:
     process, and the GPU applyInverseOperator;
   * filters and multiscale: GaussianFilterCPU 128^3 vs scipy gaussian_filter,
     MultiscaleResampler(Gauss)CPU.downsampleImage 256^3 -> 128^3 vs SciPy;
+  * similarity metrics (PyCA.Apps.metrics, two smooth random 128^3 images):
+    "metric LNCC energy+gradient 128^3 (r=2)" and "(r=4)", make_metric('lncc')
+    .evaluate (energy + force, BoxFilter running sums) vs the same formula in
+    float32 NumPy on scipy.ndimage.uniform_filter (5 + 4 box filters; energy
+    and force checked to 1e-3), with the r=4 / r=2 time ratio ("->" line);
+    "metric MI 128^3 (32 bins)", MutualInformation compute + gradient vs
+    numpy.histogram2d + MI (plain histogram, no Parzen window, no gradient),
+    and "... compute only" vs histogram2d + a cubic B-spline convolution of
+    the table (a binned Parzen histogram);
   * GPU rows (only with a CUDA device): Copy/Add/fused/reductions, ApplyH,
     Gradient, ComposeHH at 256^3, Splat at 128^3 (also with values x 1e4),
     each beside the same call on host memory;
@@ -36,11 +45,15 @@ Rows:
     profile ("->" lines: the share of the iteration's time in FFTs, in
     interpolation, in splatting and in the rest, from wrappers timing every
     PyCA.Core call and the FluidKernelFFT methods); "demo pair vs ANTs SyN",
-    the demo's problem (MNI 2 mm + the phantom warp) registered by our greedy
-    and LDDMM (defaults) beside ants.registration(type_of_transform='SyN'),
-    each with wall time, mismatch ratio, the error of the recovered H-field
-    against the known one (mm, in the brain) and its Jacobian determinant
-    (antspyx optional: without it the rows have no peer and say so).
+    the demo's problem (MNI 2 mm + the phantom warp) in three pairs: clean,
+    rescanned t1 (bias field, gamma, noise) and T2-like t2
+    (make_phantom_pair(rescan=...)), registered by our LDDMM and greedy
+    (defaults; for t2 also metric='mi') beside
+    ants.registration(type_of_transform='SyN') (defaults, same thread count),
+    each with wall time, the error of the recovered H-field against the
+    known one (mean, p95 mm), min det J and folded voxels (det J <= 0), all
+    in the brain (mismatch ratio for the clean pair; antspyx optional:
+    without it the rows have no peer and say so).
 
 Before a peer is timed its result is compared with ours (max |diff| over the
 range of ours; tolerance 1e-5 unless the note states another); a disagreement
@@ -49,7 +62,8 @@ our OpenMP thread count (OMP_NUM_THREADS, else the CPUs we may use): torch's
 set_num_threads and SimpleITK's global default thread count; SciPy is serial.
 Rows whose operator, or whose peer (torch, SimpleITK, scipy), is missing are
 skipped with a note. --only SUBSTR runs the rows whose name contains SUBSTR
-(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage, LDDMM, ANTs).
+(case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage, metric, LNCC, MI,
+LDDMM, ANTs).
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
 """
@@ -1183,6 +1197,194 @@ def bench_filters(rows, reps, only, nthreads):
 
 
 # ---------------------------------------------------------------------------
+# Similarity metrics (PyCA.Apps.metrics): LNCC energy + gradient beside the
+# same formula in float32 NumPy on scipy.ndimage.uniform_filter, and mutual
+# information beside numpy.histogram2d.
+# ---------------------------------------------------------------------------
+
+METRIC_LNCC_LABEL = 'metric LNCC energy+gradient %d^3 (r=%d)'
+METRIC_MI_LABEL = 'metric MI %d^3 (%d bins)'
+METRIC_TOL = 1e-3
+
+
+def _lncc_numpy(ndi, I, J, r, eps, n_w, vol=1.0):
+    """LNCC energy and force (PyCA.Apps.metrics.LNCC's formula) in float32
+    NumPy: Box = uniform_filter(mode='constant') x window size (a windowed
+    sum truncated at the border), n_w = Box(1) given. 5 box filters for the
+    local sums, 4 for the gradient terms."""
+    size = 2 * r + 1
+    w = np.float32(size ** 3)
+
+    def box(a):
+        return ndi.uniform_filter(a, size=size, mode='constant') * w
+
+    sI, sJ = box(I), box(J)
+    A, B, C = box(I * I), box(J * J), box(I * J)
+    Ibar, Jbar = sI / n_w, sJ / n_w
+    A -= Ibar * sI
+    B -= Jbar * sJ
+    C -= Ibar * sJ
+    D = B + np.float32(eps)
+    e = vol * float(np.sum((A - C * C / D) / n_w, dtype=np.float64))
+    cd = C / D
+    g = cd / n_w
+    g2 = cd * g
+    force = I * box(g) - box(g * Ibar) - J * box(g2) + box(g2 * Jbar)
+    return e, force
+
+
+def _mi_from_table(p):
+    """MI (natural log) of a joint table (any scale)."""
+    p = np.asarray(p, np.float64)
+    p = p / p.sum()
+    pf, pm = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
+    nz = p > 0
+    return float(np.sum(p[nz] * np.log(p[nz] / (pf * pm)[nz])))
+
+
+def bench_metrics(rows, reps, only, nthreads):
+    """LNCC (radius 2 and 4) and MI (32 bins) at 128^3: ours (PyCA.Apps.metrics
+    / PyCA.Core.MutualInformation) beside NumPy / SciPy written the way a user
+    would (see the row notes)."""
+    def want(name):
+        return only is None or only.lower() in name.lower()
+
+    n = 128
+    lncc_labels = [(r, METRIC_LNCC_LABEL % (n, r)) for r in (2, 4)]
+    mi_label = METRIC_MI_LABEL % (n, 32)
+    mi_c_label = mi_label + ' compute only'
+    if not any(want(l) for _, l in lncc_labels) and not want(mi_label) and not want(mi_c_label):
+        return
+    if getattr(ca, 'BoxFilter', None) is None or getattr(ca, 'MutualInformation', None) is None:
+        print('(metric rows skipped: PyCA.Core has no BoxFilter / MutualInformation)', flush=True)
+        return
+    try:
+        from PyCA.Apps.metrics import make_metric
+    except ImportError as e:
+        print('(metric rows skipped: %s)' % e, flush=True)
+        return
+    ndi = peer_module('scipy.ndimage', nthreads)
+    rng = np.random.default_rng(11)
+    g = ca.GridInfo(ca.Vec3Di(n, n, n))
+    # two smooth random images, correlated (J = 0.7 I + 0.3 other + noise)
+    a_fixed = smooth_image(n, rng, noise=0.2)
+    a_mov = (0.7 * a_fixed + 0.3 * smooth_image(n, rng, noise=0.0)
+             + np.float32(0.2) * rng.standard_normal((n, n, n), dtype=np.float32)).astype(np.float32)
+    fixed, moving = new_image(g, a_fixed), new_image(g, a_mov)
+    force = ca.Image3D(g, ca.MEM_HOST)
+    thr = ('%d threads for ours; SciPy / NumPy serial; two smooth random images (sines + noise), '
+           'correlated' % nthreads)
+    times = {}
+    for r, label in lncc_labels:
+        if not want(label):
+            continue
+        m = make_metric('lncc', lncc_radius=r)
+        m.prepare(fixed, moving)
+        ours = median_time(lambda: m.evaluate(fixed, moving, force), reps)
+        e_ours = m.evaluate(fixed, moving, force)
+        f_ours = np.array(force.asnp())
+        times[r] = [ours[0], None]
+        peer, note = None, 'no scipy'
+        if ndi is not None:
+            I, J = np.array(a_fixed, np.float32), np.array(a_mov, np.float32)
+            size = 2 * r + 1
+            n_w = ndi.uniform_filter(np.ones_like(I), size=size, mode='constant') * np.float32(size ** 3)
+            # eps as PyCA.Apps.metrics.LNCC.prepare: 1e-5 of a window's sum of
+            # squares at the fixed image's variance
+            eps = 1e-5 * float(np.var(I, dtype=np.float64)) * float(size ** 3)
+            e_peer, f_peer = _lncc_numpy(ndi, I, J, r, eps, n_w)
+            rel_e = abs(e_ours - e_peer) / max(abs(e_peer), 1e-30)
+            if not rel_e <= METRIC_TOL:
+                rows.warn('%s: energy differs from the NumPy/SciPy one: |diff|/|E| = %.2e > %.0e'
+                          % (label, rel_e, METRIC_TOL))
+            note = ('energy %.6g vs %.6g (|diff|/|E| %.1e%s); force %s; peer: the same formula in '
+                    'float32 NumPy, 5 + 4 uniform_filter(mode=constant) x window size (n_w = Box(1) '
+                    'precomputed, as ours)'
+                    % (e_ours, e_peer, rel_e, ' DISAGREES' if not rel_e <= METRIC_TOL else '',
+                       agreement(rows, label, 'NumPy/SciPy', f_ours, f_peer, tol=METRIC_TOL)))
+            peer = time_budget(lambda: _lncc_numpy(ndi, I, J, r, eps, n_w), reps)
+            times[r][1] = peer[0]
+        rows.add(label, '%d^3' % n, ours, peer, 'scipy uniform_filter (f32)', note, common=thr)
+    if 2 in times and 4 in times:
+        t2, t4 = times[2], times[4]
+        text = 'LNCC r=4 / r=2 time: ours %.2f' % (t4[0] / t2[0])
+        if t2[1] and t4[1]:
+            text += ', scipy %.2f' % (t4[1] / t2[1])
+        rows.derive('LNCC r=4 / r=2 time (ours)', t4[0] / t2[0], 'x',
+                    text + ' (window 729 vs 125 voxels; both running sums)')
+
+    if not (want(mi_label) or want(mi_c_label)):
+        return
+    bins = 32
+    flo, fhi = float(a_fixed.min()), float(a_fixed.max())
+    mlo, mhi = float(a_mov.min()), float(a_mov.max())
+    # the ranges PyCA.Apps.metrics.MI.prepare uses: 2 % of room on each side
+    pf_, pm_ = 0.02 * (fhi - flo), 0.02 * (mhi - mlo)
+    flo, fhi, mlo, mhi = flo - pf_, fhi + pf_, mlo - pm_, mhi + pm_
+    mi = ca.MutualInformation(bins, flo, fhi, mlo, mhi)
+    grad = ca.Image3D(g, ca.MEM_HOST)
+
+    def ours_full():
+        mi.compute(fixed, moving)
+        mi.gradient(grad, fixed, moving)
+    t_full = median_time(ours_full, reps)
+    t_comp = median_time(lambda: mi.compute(fixed, moving), reps)
+    v_ours = mi.compute(fixed, moving)
+    table = np.asarray(mi.jointHistogram(), np.float64)
+    nb = bins + 4
+    table = table.reshape(nb, nb)
+    xf, xm = np.ravel(a_fixed), np.ravel(a_mov)
+
+    def plain():
+        h, _, _ = np.histogram2d(xf, xm, bins=bins, range=[[flo, fhi], [mlo, mhi]])
+        return _mi_from_table(h)
+
+    # Parzen by a binned histogram: bins centred on lo + k delta (delta =
+    # (hi - lo) / (bins - 1), as ours), then the table convolved with the
+    # cubic B-spline sampled at the bin centres (1/6, 2/3, 1/6) along each
+    # axis, padded to (bins + 4)^2 like ours.
+    df, dm = (fhi - flo) / (bins - 1), (mhi - mlo) / (bins - 1)
+    ef = flo + (np.arange(bins + 1) - 0.5) * df
+    em = mlo + (np.arange(bins + 1) - 0.5) * dm
+    kern3 = np.array([1.0, 4.0, 1.0]) / 6.0
+
+    def parzen_table():
+        h, _, _ = np.histogram2d(xf, xm, bins=[ef, em])
+        t = np.zeros((nb, nb))
+        t[2:-2, 2:-2] = h
+        t = np.apply_along_axis(lambda v: np.convolve(v, kern3, mode='same'), 0, t)
+        t = np.apply_along_axis(lambda v: np.convolve(v, kern3, mode='same'), 1, t)
+        return t
+
+    def parzen():
+        return _mi_from_table(parzen_table())
+
+    mi_common = ('ranges: each image\'s min..max + 2 %% (as PyCA.Apps.metrics.MI); %d threads for ours; '
+                 'NumPy serial' % nthreads)
+    if want(mi_label):
+        v_plain = plain()
+        peer = time_budget(plain, reps)
+        rows.add(mi_label, '%d^3' % n, t_full, peer, 'numpy histogram2d + MI',
+                 'ours: compute + gradient (Parzen cubic B-spline, %dx%d table; compute alone %.1f ms), '
+                 'MI %.4f; peer: plain histogram2d (%d bins, no Parzen window, no gradient: NumPy has '
+                 'none) + MI from it, MI %.4f (a different estimator: values not compared)'
+                 % (nb, nb, t_comp[0] * 1e3, v_ours, bins, v_plain), common=mi_common)
+    if want(mi_c_label):
+        t = parzen_table()
+        t /= t.sum()
+        v_parzen = _mi_from_table(t)
+        tdiff = float(np.abs(t - table).max() / table.max())
+        peer = time_budget(parzen, reps)
+        rows.add(mi_c_label, '%d^3' % n, t_comp, peer, 'histogram2d + B-spline conv',
+                 'ours: compute (exact Parzen windows), MI %.4f; peer: histogram2d at %d bins centred as '
+                 'ours, table convolved with the cubic B-spline (1/6, 2/3, 1/6) per axis + MI, MI %.4f '
+                 '(binned approximation of the Parzen histogram: table max |diff| / max %.1e, '
+                 'not a check)' % (v_ours, bins, v_parzen, tdiff), common=mi_common)
+
+# ---- end of the similarity metrics section ----------------------------------
+
+
+# ---------------------------------------------------------------------------
 # Registration apps (PyCA.Apps): one LDDMM iteration at 128^3 with its
 # operator profile, and the demo pair (MNI 2 mm + phantom) beside ANTs SyN.
 # ---------------------------------------------------------------------------
@@ -1470,14 +1672,75 @@ def _ants_check_translation(ants, fixed_ants, size, spacing):
     return max(float(np.abs(h[d][sl] - idx[d][sl] - want[d]).max()) for d in range(3))
 
 
+#: the demo pairs of the ANTs comparison: (label, make_phantom_pair's rescan)
+DEMO_PAIRS = (('clean', None), ('rescanned t1', 't1'), ('T2-like t2', 't2'))
+
+
+def _ants_syn(rows, ants, fixed, moving, g, size, inside, quality, label, check):
+    """ants.registration(type_of_transform='SyN') (defaults) of one pair:
+    (wall, quality, note), or None (with a warning) when it fails. check:
+    verify the H-field extraction on a known translation first."""
+    import tempfile
+    from PyCA.Common import SaveITKImage
+    try:
+        cfg = getattr(ants, 'config', None)
+        if cfg is not None and hasattr(cfg, '_random_seed'):
+            cfg._random_seed = 1    # a fixed seed for the affine stage's sampling (threads kept)
+        with tempfile.TemporaryDirectory() as td:
+            pf, pm = os.path.join(td, 'fixed.nii.gz'), os.path.join(td, 'moving.nii.gz')
+            SaveITKImage(fixed, pf)
+            SaveITKImage(moving, pm)
+            fa, ma = ants.image_read(pf), ants.image_read(pm)
+            if tuple(fa.shape) != tuple(size):
+                raise RuntimeError('ANTs reads the image as %s, ours is %s' % (fa.shape, size))
+            chk = None
+            if check:
+                chk = _ants_check_translation(ants, fa, size, [float(s) for s in g.spacing()])
+                if chk > 1e-3:
+                    rows.warn('%s: the ANTs H-field extraction is off by %.3g voxel on a known '
+                              'translation' % (label, chk))
+            t0 = time.perf_counter()
+            reg = ants.registration(fa, ma, type_of_transform='SyN', outprefix=os.path.join(td, 'syn_'))
+            wall = time.perf_counter() - t0
+            comps = _ants_hfield(ants, fa, reg['fwdtransforms'], size)
+            nan = int(sum(np.count_nonzero(c < -33.0) for c in comps))
+            if nan:
+                rows.warn('%s: the ANTs transform maps %d voxel coordinates more than 32 voxels '
+                          'outside the image' % (label, nan))
+            h = ca.Field3D(g, ca.MEM_HOST)
+            for v, c in zip(h.asnp(), comps):
+                v[...] = c
+            warped = reg['warpedmovout'].numpy()
+            q = quality(h, warped)
+            # the H-field reproduces ANTs' own warped image (our ApplyH of the moving image)
+            mine = ca.Image3D(g, ca.MEM_HOST)
+            ca.ApplyH(mine, moving, h, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
+            agree = float(np.abs(np.asarray(mine.asnp(), np.float64) - warped)[inside].max())
+            if agree > 1e-3:
+                rows.warn('%s: ApplyH(moving, ANTs H-field) differs from ANTs\' warped image by %.3g '
+                          'in the brain' % (label, agree))
+            q['hfield_vs_ants_warped_max_abs'] = agree
+            note = ('ANTs SyN (antspyx %s, defaults; its H-field from apply_transforms of index images%s, '
+                    'ApplyH(moving, H) matches its warped image to %.1e in the brain)'
+                    % (ants.__version__, ': exact on a known translation (%.1e voxel)' % chk
+                       if chk is not None else '', agree))
+            return wall, q, note
+    except Exception as e:  # a broken peer only skips its row
+        rows.warn('%s: ANTs SyN failed: %s' % (label, str(e).splitlines()[0] if str(e) else e))
+        return None
+
+
 def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
     """The demo's problem (MNI template at 2 mm, moving = the phantom warp,
-    seed 0) registered by our greedy and LDDMM (their defaults) and by
-    ants.registration(type_of_transform='SyN') (its defaults: affine stage
-    then SyN, Mattes MI, 40 x 20 x 0 iterations), each: wall time, final /
-    initial mean squared difference in the brain, the error of the recovered
-    H-field against h_true in the brain (mean, p95 mm), min Jacobian
-    determinant and folded voxels of the H-field."""
+    seed 0) in three versions (DEMO_PAIRS: clean; rescanned, 't1': bias
+    field, gamma, noise; 't2': T2-like contrast, then rescanned), each
+    registered by our greedy and LDDMM (their defaults; for the t2 pair also
+    with metric='mi') and by ants.registration(type_of_transform='SyN') (its
+    defaults: affine stage then SyN, Mattes MI, 40 x 20 x 0 iterations),
+    each: wall time, the error of the recovered H-field against h_true in
+    the brain (mean, p95 mm), min Jacobian determinant and folded voxels
+    (det J <= 0) of the H-field in the brain (and, for the clean pair, final
+    / initial mean squared difference in the brain)."""
     try:
         from PyCA.Apps import register
         from PyCA.Apps.demo import make_phantom_pair
@@ -1485,117 +1748,99 @@ def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
     except ImportError as e:
         print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
         return
-    try:
-        fixed, moving, mask, h_true, pinfo = make_phantom_pair(spacing_mm)
-    except ImportError as e:  # nilearn
-        print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
-        return
-    g = fixed.grid()
-    size = [int(v) for v in g.size()]
-    inside = np.array(mask.asnp()) > 0.5
-    F = np.array(fixed.asnp(), np.float64)
-    msd0 = float(np.mean((np.array(moving.asnp(), np.float64)[inside] - F[inside]) ** 2))
-    common = ('MNI %g mm %s, phantom seed 0 (max %.0f mm, mean %.1f mm in the brain); %d threads; '
-              'quality in the brain mask' % (spacing_mm, 'x'.join(map(str, size)), pinfo['disp_brain_max_mm'],
-                                             pinfo['disp_brain_mean_mm'], nthreads))
 
-    def quality(h, deformed_arr):
-        jac = ca.Image3D(g, ca.MEM_HOST)
-        ca.JacDetH(jac, h)
-        j = np.array(jac.asnp())
-        err = deformation_error(h, h_true, mask)
-        msd = float(np.mean((np.asarray(deformed_arr, np.float64)[inside] - F[inside]) ** 2))
-        return dict(mismatch_ratio=msd / msd0, err_mean_mm=err['mean_mm'], err_p95_mm=err['p95_mm'],
-                    jacdet_min=float(j.min()), folded_voxels=int(np.count_nonzero(j <= 0)))
-
-    def qtext(q):
-        return ('mismatch %.3f, error mean %.2f / p95 %.2f mm, jacdet min %.3f, %d folds'
-                % (q['mismatch_ratio'], q['err_mean_mm'], q['err_p95_mm'], q['jacdet_min'],
-                   q['folded_voxels']))
-
-    results = {}
-    for method in ('greedy', 'lddmm'):
-        t0 = time.perf_counter()
-        r = register(fixed, moving, method=method, quiet=True, device='cpu')
-        wall = time.perf_counter() - t0
-        results[method] = (wall, quality(r.h, r.deformed.asnp()), r.iterations)
-        del r
-        if ca.ThreadMemoryManager.isInitialized():
-            ca.ThreadMemoryManager.destroy()
-
-    ants_res, ants_note = None, ''
     os.environ['ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS'] = str(nthreads)
+    ants, ants_missing = None, ''
     try:
         import ants
     except Exception as e:
-        ants = None
-        ants_note = 'ANTs SyN peer skipped: cannot import ants (pip install antspyx): %s' % e
-        print('(%s)' % ants_note, flush=True)
-    if ants is not None:
-        import tempfile
-        from PyCA.Common import SaveITKImage
+        ants_missing = 'ANTs SyN peer skipped: cannot import ants (pip install antspyx): %s' % e
+        print('(%s)' % ants_missing, flush=True)
+    names = {'greedy': 'PyCA greedy', 'lddmm': 'PyCA LDDMM'}
+    checked = False
+    for pair_label, rescan in DEMO_PAIRS:
         try:
-            cfg = getattr(ants, 'config', None)
-            if cfg is not None and hasattr(cfg, '_random_seed'):
-                cfg._random_seed = 1    # a fixed seed for the affine stage's sampling (threads kept)
-            with tempfile.TemporaryDirectory() as td:
-                pf, pm = os.path.join(td, 'fixed.nii.gz'), os.path.join(td, 'moving.nii.gz')
-                SaveITKImage(fixed, pf)
-                SaveITKImage(moving, pm)
-                fa, ma = ants.image_read(pf), ants.image_read(pm)
-                if tuple(fa.shape) != tuple(size):
-                    raise RuntimeError('ANTs reads the image as %s, ours is %s' % (fa.shape, size))
-                chk = _ants_check_translation(ants, fa, size, [float(s) for s in g.spacing()])
-                if chk > 1e-3:
-                    rows.warn('%s: the ANTs H-field extraction is off by %.3g voxel on a known '
-                              'translation' % (DEMO_ANTS_LABEL, chk))
-                t0 = time.perf_counter()
-                reg = ants.registration(fa, ma, type_of_transform='SyN', outprefix=os.path.join(td, 'syn_'))
-                wall = time.perf_counter() - t0
-                comps = _ants_hfield(ants, fa, reg['fwdtransforms'], size)
-                nan = int(sum(np.count_nonzero(c < -33.0) for c in comps))
-                if nan:
-                    rows.warn('%s: the ANTs transform maps %d voxel coordinates more than 32 voxels '
-                              'outside the image' % (DEMO_ANTS_LABEL, nan))
-                h = ca.Field3D(g, ca.MEM_HOST)
-                for v, c in zip(h.asnp(), comps):
-                    v[...] = c
-                warped = reg['warpedmovout'].numpy()
-                q = quality(h, warped)
-                # the H-field reproduces ANTs' own warped image (our ApplyH of the moving image)
-                mine = ca.Image3D(g, ca.MEM_HOST)
-                ca.ApplyH(mine, moving, h, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
-                agree = float(np.abs(np.asarray(mine.asnp(), np.float64) - warped)[inside].max())
-                if agree > 1e-3:
-                    rows.warn('%s: ApplyH(moving, ANTs H-field) differs from ANTs\' warped image by %.3g '
-                              'in the brain' % (DEMO_ANTS_LABEL, agree))
-                q['hfield_vs_ants_warped_max_abs'] = agree
-                ants_res = (wall, q)
-                ants_note = ('ANTs SyN (antspyx %s, defaults; its H-field from apply_transforms of index '
-                             'images: exact on a known translation (%.1e voxel), ApplyH(moving, H) matches '
-                             'its warped image to %.1e in the brain)' % (ants.__version__, chk, agree))
-        except Exception as e:  # a broken peer only skips its row
-            rows.warn('%s: ANTs SyN failed: %s' % (DEMO_ANTS_LABEL, str(e).splitlines()[0] if str(e) else e))
-            ants_res = None
-    peer = (ants_res[0], ants_res[0]) if ants_res else None
-    names = {'greedy': 'PyCA greedy (defaults)', 'lddmm': 'PyCA LDDMM (defaults)'}
-    for method in ('greedy', 'lddmm'):
-        wall, q, nit = results[method]
-        note = 'ours: %s (%d iterations)' % (qtext(q), nit)
+            fixed, moving, mask, h_true, pinfo = make_phantom_pair(spacing_mm, rescan=rescan)
+        except ImportError as e:  # nilearn
+            print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
+            return
+        g = fixed.grid()
+        size = [int(v) for v in g.size()]
+        inside = np.array(mask.asnp()) > 0.5
+        F = np.array(fixed.asnp(), np.float64)
+        msd0 = float(np.mean((np.array(moving.asnp(), np.float64)[inside] - F[inside]) ** 2))
+        ri = pinfo.get('rescan') or {}
+        if rescan is None:
+            what = 'moving = the warped template'
+        else:
+            what = ('moving = the warped %s, rescanned (bias +-%.0f %%, gamma %.2f, noise sd %.2f)'
+                    % ('template' if rescan == 't1' else 'T2-like image', 100 * ri.get('bias', 0.0),
+                       ri.get('gamma', 0.0), ri.get('noise_sd', 0.0)))
+        common = ('%s pair: MNI %g mm %s, phantom seed 0 (max %.0f mm, mean %.1f mm in the brain), %s; '
+                  '%d threads; quality in the brain mask'
+                  % (pair_label, spacing_mm, 'x'.join(map(str, size)), pinfo['disp_brain_max_mm'],
+                     pinfo['disp_brain_mean_mm'], what, nthreads))
+
+        def quality(h, deformed_arr):
+            jac = ca.Image3D(g, ca.MEM_HOST)
+            ca.JacDetH(jac, h)
+            j = np.array(jac.asnp())
+            err = deformation_error(h, h_true, mask)
+            msd = float(np.mean((np.asarray(deformed_arr, np.float64)[inside] - F[inside]) ** 2))
+            return dict(mismatch_ratio=msd / msd0, err_mean_mm=err['mean_mm'], err_p95_mm=err['p95_mm'],
+                        err_max_mm=err['max_mm'],
+                        jacdet_min_brain=float(j[inside].min()),
+                        folded_voxels_brain=int(np.count_nonzero(j[inside] <= 0)),
+                        jacdet_min=float(j.min()), folded_voxels=int(np.count_nonzero(j <= 0)))
+
+        def qtext(wall, q):
+            return ('wall %.1f s, error mean %.2f / p95 %.2f mm, min det J %.3f, %d folded voxels (det J <= 0)%s'
+                    % (wall, q['err_mean_mm'], q['err_p95_mm'], q['jacdet_min_brain'],
+                       q['folded_voxels_brain'],
+                       ', mismatch %.3f' % q['mismatch_ratio'] if rescan is None else ''))
+
+        runs = [('lddmm', None), ('greedy', None)]
+        if rescan == 't2':
+            runs += [('lddmm', 'mi'), ('greedy', 'mi')]
+        results = []
+        for method, metric in runs:
+            kw = {} if metric is None else {'metric': metric}
+            t0 = time.perf_counter()
+            r = register(fixed, moving, method=method, quiet=True, device='cpu', **kw)
+            wall = time.perf_counter() - t0
+            used = (r.config or {}).get('metric', 'ssd') if metric is None else metric
+            results.append((method, metric, used, wall, quality(r.h, r.deformed.asnp()), r.iterations))
+            del r
+            if ca.ThreadMemoryManager.isInitialized():
+                ca.ThreadMemoryManager.destroy()
+
+        ants_res, ants_note = None, ants_missing
+        if ants is not None:
+            ants_res = _ants_syn(rows, ants, fixed, moving, g, size, inside, quality,
+                                 '%s (%s)' % (DEMO_ANTS_LABEL, pair_label), check=not checked)
+            checked = True
+            if ants_res:
+                ants_note = ants_res[2]
+        peer = (ants_res[0], ants_res[0]) if ants_res else None
+        for method, metric, used, wall, q, nit in results:
+            who = '%s (%s)' % (names[method], 'defaults' if metric is None else 'metric=%s' % metric)
+            note = 'ours: %s; metric %s, %d iterations' % (qtext(wall, q), used, nit)
+            if ants_res:
+                note += '; ANTs: %s' % qtext(ants_res[0], ants_res[1])
+            elif ants_note:
+                note += '; %s' % ants_note
+            row = rows.add('%s: %s, %s' % (DEMO_ANTS_LABEL, pair_label, who), '%gmm' % spacing_mm,
+                           (wall, wall), peer, 'ANTs SyN', note, common=common)
+            row['quality'] = q
+            row['pair'] = pair_label
+            if ants_res:
+                row['peer_quality'] = ants_res[1]
         if ants_res:
-            note += '; ANTs: %s' % qtext(ants_res[1])
-        elif ants_note:
-            note += '; %s' % ants_note
-        row = rows.add('%s: %s' % (DEMO_ANTS_LABEL, names[method]), '%gmm' % spacing_mm, (wall, wall), peer,
-                       'ANTs SyN', note, common=common)
-        row['quality'] = q
-        if ants_res:
-            row['peer_quality'] = ants_res[1]
-    if ants_res:
-        row = rows.add('%s: ANTs SyN alone' % DEMO_ANTS_LABEL, '%gmm' % spacing_mm, (ants_res[0], ants_res[0]),
-                       None, '-',
-                       '%s; %s' % (qtext(ants_res[1]), ants_note), common=common)
-        row['quality'] = ants_res[1]
+            row = rows.add('%s: %s, ANTs SyN alone' % (DEMO_ANTS_LABEL, pair_label), '%gmm' % spacing_mm,
+                           (ants_res[0], ants_res[0]), None, '-',
+                           '%s; %s' % (qtext(ants_res[0], ants_res[1]), ants_note), common=common)
+            row['quality'] = ants_res[1]
+            row['pair'] = pair_label
 
 
 def bench_apps(rows, reps, only, nthreads):
@@ -1660,6 +1905,7 @@ def main():
     bench_gpu(rows, args.size, args.reps, args.only)
     bench_io(rows, args.reps, args.only)
     bench_filters(rows, args.reps, args.only, nthreads)  # filters section
+    bench_metrics(rows, args.reps, args.only, nthreads)  # similarity metrics section
     bench_apps(rows, args.reps, args.only, nthreads)  # registration apps section
     if rows.warnings:
         print('%d WARNING(S):' % len(rows.warnings))
