@@ -391,3 +391,66 @@ def test_box_filter_on_the_gpu(bc):
     oh = ca.Image3D(h.grid(), ca.MEM_HOST)
     ca.BoxFilter(oh, h, ca.Vec3Di(3, 2, 4), BCS[bc])
     np.testing.assert_allclose(np.array(back.asnp()), np.array(oh.asnp()), rtol=1e-6, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- command lines
+
+def _cli_files(tmp_path):
+    from PyCA.Common import SaveITKImage
+    fixed, moving, _ = _bias_pair(n=48, bias=0.5)
+    paths = []
+    for name, im in (('fixed.nii.gz', fixed), ('moving.nii.gz', moving)):
+        p = str(tmp_path / name)
+        SaveITKImage(im, p, True)
+        paths.append(p)
+    return paths
+
+
+def _run(module, args):
+    env = dict(os.environ, MPLBACKEND='Agg', OMP_NUM_THREADS='1')
+    return subprocess.run([sys.executable, '-m', module] + args, capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_register_command_line_metric(tmp_path):
+    import json
+    f, m = _cli_files(tmp_path)
+    out = str(tmp_path / 'out')
+    r = _run('PyCA.Apps.register', ['--fixed', f, '--moving', m, '--out', out, '--method', 'greedy',
+                                    '--iters', '5', '--metric', 'mi', '--mi-bins', '16', '--quiet'])
+    assert r.returncode == 0, r.stderr
+    s = json.load(open(os.path.join(out, 'summary.json')))
+    assert s['metric'] == 'mi' and s['metric_params'] == {'mi_bins': 16} and s['config']['mi_bins'] == 16
+    assert '(metric mi)' in r.stdout
+    for args, text in ((['--metric', 'lncc', '--lncc-radius', '0'], 'lncc_radius'),
+                       (['--metric', 'mi', '--mi-bins', '1'], 'mi_bins'),
+                       (['--metric', 'cc'], 'invalid choice')):
+        r = _run('PyCA.Apps.register', ['--fixed', f, '--moving', m, '--out', out, '--method', 'greedy',
+                                        '--quiet'] + args)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and text in lines[0], r.stderr
+    # a constant image: the metric is undefined, one line
+    from PyCA.Common import SaveITKImage
+    c = str(tmp_path / 'const.nii.gz')
+    SaveITKImage(_im(np.full((48, 48), 0.5)), c, True)
+    r = _run('PyCA.Apps.register', ['--fixed', f, '--moving', c, '--out', out, '--method', 'greedy',
+                                    '--metric', 'ncc', '--no-normalize', '--no-bias-correct', '--quiet'])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode in (1, 2) and len(lines) == 1 and 'constant' in lines[0], r.stderr
+
+
+def test_atlas_command_line_metric(tmp_path):
+    import json
+    from PyCA.Common import SaveITKImage
+    paths = []
+    for i in range(3):
+        fixed, moving, _ = _bias_pair(n=40, bias=0.3, seed=3 + i)
+        p = str(tmp_path / ('s%d.nii.gz' % i))
+        SaveITKImage(moving, p, True)
+        paths.append(p)
+    out = str(tmp_path / 'atlas')
+    r = _run('PyCA.Apps.atlas', ['--images'] + paths + ['--out', out, '--iters', '1', '--metric', 'lncc',
+                                                       '--lncc-radius', '3', '--quiet'])
+    assert r.returncode == 0, r.stderr
+    s = json.load(open(os.path.join(out, 'atlas_summary.json')))
+    assert s['config']['register']['metric'] == 'lncc' and s['config']['register']['lncc_radius'] == 3

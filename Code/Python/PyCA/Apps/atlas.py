@@ -140,6 +140,9 @@ DEFAULTS = {
     'atlas_cg_iters': 10,       # lddmm: conjugate-gradient iterations of the least-squares
                                 #   atlas update (0: the one-step splat ratio)
     'normalize': True,          # subjects given as paths: intensities to [0, 1] (io.normalize_intensity)
+    'bias_correct': False,      # subjects given as paths: N4 bias-field correction first (io.bias_correct)
+    'match_histogram': False,   # subjects given as paths: histogram matched to subject 0's, after the
+                                #   bias correction (io.match_histogram)
 }
 
 
@@ -339,12 +342,28 @@ def _subject_name(item, i):
     return 'subject_%03d' % i
 
 
-def _load_subject(item, i, mType, normalize):
+def _prepared_subject(item, i, bias_correct, reference=None):
+    """Subject ``i`` read from the path ``item`` (host Image3D), N4
+    bias-corrected with ``bias_correct``, its histogram matched to
+    ``reference`` (an Image3D) when given; not normalised."""
+    from .io import load_image, bias_correct as n4, match_histogram
+    im = load_image(item, role='subject %d' % i)
+    if bias_correct:
+        im = n4(im)
+    if reference is not None:
+        im = match_histogram(im, reference)
+    return im
+
+
+def _load_subject(item, i, mType, normalize, bias_correct=False, reference=None):
+    """Subject ``i`` in ``mType`` memory: an Image3D as given; a path read,
+    prepared (``_prepared_subject``: ``bias_correct``, histogram matched to
+    ``reference``) and normalised with ``normalize``."""
     if isinstance(item, ca.Image3D):
         return _copy_to(item, mType) if item.memType() != mType else item
     if isinstance(item, (str, os.PathLike)):
-        from .io import load_image, normalize_intensity
-        im = load_image(item, role='subject %d' % i)
+        from .io import normalize_intensity
+        im = _prepared_subject(item, i, bias_correct, reference)
         if normalize:
             normalize_intensity(im)
         if mType == ca.MEM_HOST:
@@ -365,9 +384,19 @@ def _grid_of(item):
     return ReadGrid(os.fspath(item))
 
 
+#: the similarity metric of the subjects' registrations unless ``register``
+#: names one: SSD, the metric the atlas update minimises (the mean of the
+#: deformed subjects, the least-squares LDDMM atlas), so that the atlas
+#: energy falls; ``register={'metric': 'lncc'}`` (``--metric``) for subjects
+#: of different scanners
+ATLAS_REGISTER_METRIC = 'ssd'
+
+
 def _method_cfg(method, reg_params):
     mod = __import__('PyCA.Apps.' + method, fromlist=['DEFAULTS'])
-    return mod, merge_config(mod.DEFAULTS, reg_params or {})
+    params = dict(reg_params or {})
+    params.setdefault('metric', ATLAS_REGISTER_METRIC)
+    return mod, merge_config(mod.DEFAULTS, params)
 
 
 def _knorm(kernel, m, tmp, vol):
@@ -659,7 +688,12 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
         raise e
 
     try:
-        subj = {i: _load_subject(images[i], i, mType, cfg['normalize']) for i in local}
+        # the histogram reference: subject 0 as read (and bias-corrected); every rank makes it
+        ref = None
+        if cfg['match_histogram'] and isinstance(images[0], (str, os.PathLike)):
+            ref = _prepared_subject(images[0], 0, cfg['bias_correct'])
+        subj = {i: _load_subject(images[i], i, mType, cfg['normalize'], cfg['bias_correct'],
+                                 ref if i != 0 else None) for i in local}
         for i, im in subj.items():
             if tuple(im.size()) != tuple(grid0.size()):
                 raise ValueError("build_atlas: subject %d has size %s, subject 0 %s"
@@ -952,11 +986,29 @@ def build_parser():
     p.add_argument('--set', dest='params', action='append', default=[], metavar='KEY=VALUE',
                    help='an atlas parameter (iters, warm_iters, jacobian_weighted, center) or a '
                         'registration parameter as register.KEY=VALUE (repeatable)')
+    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
+                   help="similarity metric of the subjects' registrations (register.metric; default: "
+                        "the method's): ssd, ncc, lncc (robust to bias fields), mi (different contrasts)")
+    p.add_argument('--lncc-radius', default=None, type=str, metavar='R', help='lncc window radius (voxels)')
+    p.add_argument('--mi-bins', default=None, type=str, metavar='B', help='mi histogram bins')
     p.add_argument('--checkpoint-every', default=0, type=str, metavar='N',
                    help='checkpoint every N atlas iterations (0: never)')
     p.add_argument('--resume', action='store_true', help='continue from the checkpoint in --out')
     p.add_argument('--no-normalize', dest='normalize', action='store_false',
                    help='keep the intensities (default: the 0.5..99.5th percentiles to [0, 1])')
+    from .register import BIAS_CORRECT_HELP, MATCH_HISTOGRAM_HELP
+    g = p.add_mutually_exclusive_group()
+    g.add_argument('--bias-correct', dest='bias_correct', action='store_true', default=None,
+                   help='N4 bias-field correction (SimpleITK) of every subject before the intensity '
+                        'normalisation. ' + BIAS_CORRECT_HELP)
+    g.add_argument('--no-bias-correct', dest='bias_correct', action='store_false',
+                   help='no bias-field correction')
+    g = p.add_mutually_exclusive_group()
+    g.add_argument('--match-histogram', dest='match_histogram', action='store_true', default=None,
+                   help="match every subject's histogram to the first subject's (SimpleITK), after the "
+                        "bias correction. " + MATCH_HISTOGRAM_HELP)
+    g.add_argument('--no-match-histogram', dest='match_histogram', action='store_false',
+                   help='no histogram matching')
     p.add_argument('--quiet', action='store_true', help='no progress bar, only the final lines')
     return p
 
@@ -1016,6 +1068,12 @@ def _setup(args):
             params[k] = _value(v.strip())
     if args.iters is not None:
         params['iters'] = _int_arg(args.iters, '--iters', 0)
+    if args.metric is not None:
+        reg['metric'] = args.metric
+    if args.lncc_radius is not None:
+        reg['lncc_radius'] = _value(args.lncc_radius)
+    if args.mi_bins is not None:
+        reg['mi_bins'] = _value(args.mi_bins)
     every = _int_arg(args.checkpoint_every, '--checkpoint-every', 0)
     if args.config is not None and not os.path.isfile(args.config):
         raise UsageError("configuration file not found: '%s'" % args.config)
@@ -1029,6 +1087,14 @@ def _setup(args):
     compute_mem_type(dev)                               # RuntimeError: no GPU
     cfg['device'] = dev
     cfg['normalize'] = bool(args.normalize) and cfg['normalize']
+    # --[no-]bias-correct / --[no-]match-histogram win; else the config file's or --set's
+    # value; else the command line's default (register.BIAS_CORRECT_DEFAULT, ...)
+    from ._common import load_config
+    from .register import BIAS_CORRECT_DEFAULT, MATCH_HISTOGRAM_DEFAULT
+    given = set(str(k).replace('-', '_') for k in list(load_config(args.config)) + list(params))
+    for key, flag, default in (('bias_correct', args.bias_correct, BIAS_CORRECT_DEFAULT),
+                               ('match_histogram', args.match_histogram, MATCH_HISTOGRAM_DEFAULT)):
+        cfg[key] = bool(flag) if flag is not None else (bool(cfg[key]) if key in given else bool(default))
     # every image readable, 2-D/3-D, on one grid (header reads only)
     from PyCA.Common import ReadGrid
     from .io import _check_not_4d

@@ -79,6 +79,12 @@ def build_parser():
                    help='phantom: largest displacement in the brain, mm (default 8)')
     p.add_argument('--smoothness', type=float, default=PHANTOM['smoothness_mm'], metavar='MM',
                    help='phantom: Gaussian smoothing of the velocity, mm (default 20)')
+    p.add_argument('--rescan', nargs='?', const='t1', default=None, choices=('t1', 't2'),
+                   help="re-acquire the phantom's moving image as another scanner session would: a smooth "
+                        "bias field (+-20 %%), gamma 0.75 and noise (sd 0.03); 't2' gives it a T2-like "
+                        "contrast first (CSF bright, white matter dark; use --metric mi)")
+    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
+                   help="similarity metric (default: the method's; PyCA.Apps.metrics)")
     p.add_argument('--gpu', action='store_true', help="compute on the GPU (device='gpu')")
     p.add_argument('--quiet', action='store_true', help='no progress bar or progress lines')
     return p
@@ -123,17 +129,30 @@ def _say(quiet, *a):
         print(*a, flush=True)
 
 
-def make_phantom_pair(spacing_mm, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, quiet=True):
-    """(fixed, moving, mask, h_true, info): the demo's problem (module notes)."""
+def make_phantom_pair(spacing_mm, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, quiet=True, rescan=None):
+    """(fixed, moving, mask, h_true, info): the demo's problem (module
+    notes). ``rescan`` 't1' re-acquires the moving image (phantom.rescan:
+    bias field, gamma, noise), 't2' gives it a T2-like contrast first
+    (phantom.t2_like), None (the default) leaves it the warped template."""
     from . import phantom
     t0 = time.perf_counter()
     fixed, mask = phantom.load_mni(spacing_mm)
     psi, h_true = phantom.random_deformation(fixed.grid(), max_disp_mm=max_disp_mm,
                                              smoothness_mm=smoothness_mm, seed=seed, mask=mask)
     moving = ca.Image3D(fixed.grid(), ca.MEM_HOST)
-    ca.ApplyH(moving, fixed, psi, ca.BACKGROUND_STRATEGY_CLAMP)
+    source = fixed
+    if rescan == 't2':
+        source = phantom.t2_like(fixed, spacing_mm)
+    elif rescan not in (None, 't1'):
+        raise ValueError("rescan must be None, 't1' or 't2', got %r" % (rescan,))
+    ca.ApplyH(moving, source, psi, ca.BACKGROUND_STRATEGY_CLAMP)
     from PyCA.Common import GetDirection, SetDirection
     SetDirection(moving, GetDirection(fixed))
+    rescan_info = None
+    if rescan is not None:
+        moving, rescan_info = phantom.rescan(moving)
+        rescan_info['contrast'] = 'T2-like (phantom.t2_like)' if rescan == 't2' else 'T1'
+        SetDirection(moving, GetDirection(fixed))
     inside = _host_np(mask) > 0.5
     disp = phantom.displacement_mm(h_true)
     comp = ca.Field3D(fixed.grid(), ca.MEM_HOST)
@@ -151,6 +170,7 @@ def make_phantom_pair(spacing_mm, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, q
                 disp_brain_mean_mm=float(disp[inside].mean()), disp_brain_max_mm=float(disp[inside].max()),
                 jacdet_psi_min=float(jac.asnp().min()), jacdet_psi_max=float(jac.asnp().max()),
                 inverse_consistency_max_vox=float(inv.max()),
+                rescan=rescan_info,
                 seconds=time.perf_counter() - t0)
     return fixed, moving, mask, h_true, info
 
@@ -169,11 +189,15 @@ def run(args):
         raise DemoError("configuration file not found: %s" % args.config)
     device = 'gpu' if args.gpu else 'cpu'
     params = dict(QUICK.get(method, {})) if args.quick else {}
+    if args.rescan is not None and args.fixed is not None:
+        raise DemoError("--rescan applies to the MNI phantom, not to --fixed/--moving files")
     if args.config is not None:
         # a config file's keys win over the quick schedule
         from ._common import load_config
         for k in load_config(args.config):
             params.pop(str(k).replace('-', '_'), None)
+    if args.metric is not None:
+        params['metric'] = args.metric          # the command line wins
     q = args.quiet
     h_true = None
     extra = {}
@@ -195,9 +219,11 @@ def run(args):
         _say(q, 'MNI template at %g mm + phantom deformation (seed %d, up to %g mm, smoothness %g mm)'
              % (spacing, args.seed, args.max_disp, args.smoothness))
         fixed, moving, mask, h_true, pinfo = make_phantom_pair(
-            spacing, max_disp_mm=args.max_disp, smoothness_mm=args.smoothness, seed=args.seed)
+            spacing, max_disp_mm=args.max_disp, smoothness_mm=args.smoothness, seed=args.seed,
+            rescan=args.rescan)
         extra['phantom'] = pinfo
-        title = 'PyCA %s: MNI %g mm, phantom seed %d' % (method, spacing, args.seed)
+        title = 'PyCA %s: MNI %g mm, phantom seed %d%s' % (
+            method, spacing, args.seed, {None: '', 't1': ', rescanned', 't2': ', rescanned T2-like'}[args.rescan])
     _say(q, 'grid %s, spacing %s mm; registering with %s on the %s%s'
          % ('x'.join(str(v) for v in fixed.grid().size()),
             ', '.join('%g' % v for v in fixed.grid().spacing()), method, device,

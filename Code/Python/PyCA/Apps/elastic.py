@@ -58,7 +58,7 @@ DEFAULTS = {
     'beta': 0.0,
     'gamma': 0.01,            # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
     'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
-    'metric': 'ssd',          # similarity metric: 'ssd', 'ncc', 'lncc' or 'mi' (PyCA.Apps.metrics)
+    'metric': 'lncc',         # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
     'lncc_radius': 2,         # lncc: window radius in voxels of each level
     'mi_bins': 32,            # mi: histogram bins per image
 }
@@ -94,10 +94,14 @@ def elastic_register(fixed, moving, config=None, quiet=False, mask=None, **param
             raise ValueError("%s: mask must be on the fixed grid (got %s and %s)"
                              % (who, mask.grid(), fixed.grid()))
     cfg = merge_config(DEFAULTS, config, params)
+    if mask is not None and cfg['metric'] != 'ssd':
+        # the masked image term is the legacy SSD one; another metric only when asked for
+        explicit = 'metric' in params     # a keyword of this call (a config holds every default)
+        if explicit:
+            raise ConfigError("a mask is supported with metric 'ssd' only (got metric %r)" % cfg['metric'])
+        cfg['metric'] = 'ssd'
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     ssd = metric.name == 'ssd'
-    if mask is not None and not ssd:
-        raise ConfigError("a mask is supported with metric 'ssd' only (got metric %r)" % cfg['metric'])
     for key in ('max_step', 'sigma', 'step'):
         if not cfg[key] > 0:
             raise ConfigError("%s must be > 0, got %r" % (key, cfg[key]))

@@ -65,7 +65,7 @@ DEFAULTS = {
     'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     'compute_inverse': True,  # maintain hinv (one extra composition per iteration)
     'inverse_iters': 5,       # final fixed-point polishing iterations of hinv
-    'metric': 'ssd',          # similarity metric: 'ssd', 'ncc', 'lncc' or 'mi' (PyCA.Apps.metrics)
+    'metric': 'lncc',         # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
     'lncc_radius': 2,         # lncc: window radius in voxels of each level
     'mi_bins': 32,            # mi: histogram bins per image
 }

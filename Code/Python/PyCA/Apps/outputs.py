@@ -24,7 +24,9 @@ folder first, moved into ``outdir`` when every one was written
 
 The mismatch is the mean squared intensity difference with the fixed image
 (inside ``mask`` when given), on the full-resolution fixed grid: initial =
-moving, final = deformed; ``mismatch_ratio`` = final / initial.
+moving, final = deformed; ``mismatch_ratio`` = final / initial. It is
+measured so whatever the registration's similarity ``metric`` (named in the
+summary, ``metric``; the energy curve is that metric's energy).
 """
 import math
 import numbers
@@ -353,8 +355,9 @@ def _draw_energy(ax, result):
             ax.text(s + 1, 0.98, ' scale %s' % sc[s], transform=ax.get_xaxis_transform(),
                     va='top', ha='left', fontsize=8, color='dimgray')
     ax.set_xlabel('iteration (all scales)', fontsize=9)
-    ax.set_ylabel('energy', fontsize=9)
-    ax.set_title('energy: %s -> %s' % (_fmt(E[0], 4), _fmt(E[-1], 4)), fontsize=10)
+    metric = str((result.config or {}).get('metric', 'ssd')).upper()
+    ax.set_ylabel('energy (%s)' % metric, fontsize=9)
+    ax.set_title('energy (metric %s): %s -> %s' % (metric, _fmt(E[0], 4), _fmt(E[-1], 4)), fontsize=10)
     ax.set_xlim(0.5, max(E.size, 1) + 0.5)
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -367,7 +370,7 @@ def _draw_text(ax, s, fontsize=10):
     ax.set_axis_off()
     gr = s['grid']
     rows = [
-        ('method', str(s['method'])),
+        ('method / metric', '%s / %s' % (s['method'], s.get('metric', 'ssd'))),
         ('grid', '%s voxels' % 'x'.join(str(v) for v in gr['size'])),
         ('spacing / origin', '%s / %s' % (' '.join(_fmt(v) for v in gr['spacing']),
                                           ' '.join(_fmt(v) for v in gr['origin']))),
@@ -462,8 +465,12 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title):
     folded = int(np.count_nonzero((J <= 0) | ~np.isfinite(J)))
     m0 = mismatch(fixed_h, moving_h, mask_h)
     m1 = mismatch(fixed_h, deformed, mask_h)
+    cfg = result.config or {}
     summary = dict(
         method=result.method,
+        metric=str(cfg.get('metric', 'ssd')),
+        metric_params={k: cfg[k] for k in ('lncc_radius', 'mi_bins')
+                       if k in cfg and cfg.get('metric') == {'lncc_radius': 'lncc', 'mi_bins': 'mi'}[k]},
         initial_mismatch=m0,
         final_mismatch=m1,
         mismatch_ratio=(m1 / m0) if m0 > 0 else (0.0 if m1 == 0 else float('inf')),

@@ -183,6 +183,83 @@ def load_mni(spacing_mm=2.0, mType=ca.MEM_HOST):
     return out[0], out[1]
 
 
+#: The re-acquisition of ``rescan`` (the defaults of the demo's ``--rescan``):
+#: a smooth multiplicative bias field of about +-``bias`` (Gaussian-smoothed
+#: noise of ``bias_smoothness_mm``, scaled so its largest deviation inside
+#: the image is ``bias``), a gamma contrast change ``I ** gamma`` and
+#: Gaussian noise of standard deviation ``noise_sd`` (intensities in [0, 1]).
+RESCAN = dict(bias=0.2, bias_smoothness_mm=40.0, gamma=0.75, noise_sd=0.03, seed=1)
+
+
+def load_mni_tissues(spacing_mm=2.0):
+    """(grey matter, white matter) probabilities (0..1, host Image3Ds) on the
+    grid of ``load_mni(spacing_mm)``."""
+    from PyCA.Common import LoadITKImage
+    out = []
+    for p in mni_tissue_paths():
+        im = LoadITKImage(p, ca.MEM_HOST)
+        if float(im.asnp().max()) > 1.5:
+            ca.MulC_I(im, 1.0 / 255.0)
+        out.append(_resample_to_spacing(im, spacing_mm))
+    return out[0], out[1]
+
+
+def t2_like(t1, spacing_mm=2.0):
+    """A T2-like image of the template on ``t1``'s grid (``t1``: the
+    ``load_mni`` image of the same spacing), made from its tissue maps:
+    background dark, CSF bright (0.95), grey matter mid (0.55), white matter
+    dark (0.25), other head tissue 0.35. CSF is what the brain's envelope
+    (the grey + white mask, closed by a 6 mm Gaussian) holds besides grey and
+    white matter: the ventricles and sulci. Intensities are not a monotone
+    function of the T1's: only a metric like ``mi`` relates the two."""
+    from scipy import ndimage
+    gm, wm = (np.array(im.asnp(), np.float64) for im in load_mni_tissues(spacing_mm))
+    T1 = np.array(t1.asnp(), np.float64) if t1.memType() != ca.MEM_DEVICE else None
+    if T1 is None:
+        h = ca.Image3D(t1.grid(), ca.MEM_HOST)
+        ca.Copy(h, t1)
+        T1 = np.array(h.asnp(), np.float64)
+    sp = [t1.grid().spacing()[d] for d in range(3)]
+    brain = ((gm + wm) > 0.5).astype(np.float64)
+    envelope = ndimage.gaussian_filter(brain, [6.0 / s for s in sp]) > 0.3
+    envelope = ndimage.binary_fill_holes(envelope)
+    csf = np.clip(envelope - gm - wm, 0.0, 1.0)
+    head = ndimage.binary_fill_holes(T1 > 0.12) & ~envelope
+    t2 = 0.95 * csf + 0.55 * gm + 0.25 * wm + 0.35 * head
+    t2 = ndimage.gaussian_filter(t2, [0.5] * 3)
+    out = ca.Image3D(t1.grid(), ca.MEM_HOST)
+    out.asnp()[...] = np.clip(t2, 0.0, 1.0).astype(np.float32)
+    from PyCA.Common import GetDirection, SetDirection
+    if GetDirection(t1) is not None:
+        SetDirection(out, GetDirection(t1))
+    return out
+
+
+def rescan(im, bias=RESCAN['bias'], bias_smoothness_mm=RESCAN['bias_smoothness_mm'],
+           gamma=RESCAN['gamma'], noise_sd=RESCAN['noise_sd'], seed=RESCAN['seed']):
+    """(image, info): ``im`` (intensities in [0, 1], host) as another scanner
+    session would give it: ``(clip(im, 0, 1) ** gamma) * b + noise``, b a smooth
+    bias field of +-``bias`` and Gaussian noise of ``noise_sd``; seeded."""
+    rng = np.random.default_rng(seed)
+    g = im.grid()
+    shape = tuple(int(v) for v in g.size())
+    sp = [g.spacing()[d] for d in range(3)]
+    b = _smooth_noise(shape, sp, bias_smoothness_mm, rng)[0]
+    b *= float(bias) / max(np.abs(b).max(), 1e-12)
+    field = 1.0 + b
+    a = np.clip(np.array(im.asnp(), np.float64), 0.0, 1.0) ** float(gamma)
+    a = a * field + rng.normal(0.0, float(noise_sd), shape)
+    out = ca.Image3D(g, ca.MEM_HOST)
+    out.asnp()[...] = a.astype(np.float32)
+    from PyCA.Common import GetDirection, SetDirection
+    if GetDirection(im) is not None:
+        SetDirection(out, GetDirection(im))
+    info = dict(bias=float(bias), bias_smoothness_mm=float(bias_smoothness_mm), gamma=float(gamma),
+                noise_sd=float(noise_sd), seed=int(seed),
+                bias_range=[float(field.min()), float(field.max())])
+    return out, info
+
+
 # --------------------------------------------------------------------------- deformation
 
 def _host_comps(f):
