@@ -267,7 +267,8 @@ def atlas_command(paths, out, method, ranks, iters=None, device=None, quiet=Fals
     # the subjects are already in [0, 1] like the template: no re-normalisation,
     # so the atlas is directly comparable with the template
     argv = [sys.executable, '-m', 'PyCA.Apps.atlas', '--images'] + list(paths) + [
-        '--out', out, '--method', method, '--no-normalize']
+        '--out', out, '--method', method, '--no-normalize',
+        '--no-bias-correct']   # the phantom subjects have no bias field: compared to the template as they are
     if iters is not None:
         argv += ['--iters', str(int(iters))]
     if device is not None:
