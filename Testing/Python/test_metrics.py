@@ -99,6 +99,8 @@ def test_box_filter_in_place_and_errors():
                                atol=1e-5)
     with pytest.raises(Exception, match='radius'):
         ca.BoxFilter(im, _im(a), ca.Vec3Di(-1, 1, 1), ca.BC_APPROX)
+    with pytest.raises(Exception, match='radius'):
+        ca.BoxFilter(im, _im(a), ca.Vec3Di(1, 2 ** 30, 1), ca.BC_WRAP)
     with pytest.raises(Exception):
         ca.BoxFilter(im, _im(a[:4]), ca.Vec3Di(1, 1, 1), ca.BC_APPROX)   # grids differ
 

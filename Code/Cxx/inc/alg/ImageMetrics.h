@@ -29,7 +29,7 @@ namespace PyCA {
 /// BC_APPROX: none (the window is truncated at the border; equivalently,
 /// zero outside), BC_CLAMP: the nearest voxel of the grid, BC_WRAP:
 /// periodic. a_o may be a_i. Running sums in double precision along each
-/// axis (one pass per axis with r > 0). Radii must be >= 0.
+/// axis (one pass per axis with r > 0). Radii must be 0..2^20.
 void BoxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryCondT bc = BC_APPROX,
                StreamT st = nullptr);
 /// The same with a scratch image of the caller's (same grid and memory

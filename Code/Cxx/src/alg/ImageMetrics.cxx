@@ -208,6 +208,8 @@ void boxFilter(Image3D& a_o, const Image3D& a_i, const Vec3Di& radius, BoundaryC
                StreamT st) {
   checkAll(a_o, a_i);
   PRECONDITION(radius.x >= 0 && radius.y >= 0 && radius.z >= 0, "BoxFilter: radius must be >= 0");
+  PRECONDITION(radius.x <= (1 << 20) && radius.y <= (1 << 20) && radius.z <= (1 << 20),
+               "BoxFilter: radius must be at most 2^20 voxels");
   PRECONDITION(bc == BC_APPROX || bc == BC_CLAMP || bc == BC_WRAP, "BoxFilter: unknown BoundaryCondT");
   const Vec3Di s = a_o.size();
   const size_t nVox = a_o.nVox();
