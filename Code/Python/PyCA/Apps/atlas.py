@@ -986,29 +986,14 @@ def build_parser():
     p.add_argument('--set', dest='params', action='append', default=[], metavar='KEY=VALUE',
                    help='an atlas parameter (iters, warm_iters, jacobian_weighted, center) or a '
                         'registration parameter as register.KEY=VALUE (repeatable)')
-    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
-                   help="similarity metric of the subjects' registrations (register.metric; default: "
-                        "the method's): ssd, ncc, lncc (robust to bias fields), mi (different contrasts)")
-    p.add_argument('--lncc-radius', default=None, type=str, metavar='R', help='lncc window radius (voxels)')
-    p.add_argument('--mi-bins', default=None, type=str, metavar='B', help='mi histogram bins')
+    from .register import add_metric_args, add_preparation_args
+    add_metric_args(p, "every subject's", "ssd, the metric of the atlas update (register.metric)")
     p.add_argument('--checkpoint-every', default=0, type=str, metavar='N',
                    help='checkpoint every N atlas iterations (0: never)')
     p.add_argument('--resume', action='store_true', help='continue from the checkpoint in --out')
     p.add_argument('--no-normalize', dest='normalize', action='store_false',
                    help='keep the intensities (default: the 0.5..99.5th percentiles to [0, 1])')
-    from .register import BIAS_CORRECT_HELP, MATCH_HISTOGRAM_HELP
-    g = p.add_mutually_exclusive_group()
-    g.add_argument('--bias-correct', dest='bias_correct', action='store_true', default=None,
-                   help='N4 bias-field correction (SimpleITK) of every subject before the intensity '
-                        'normalisation. ' + BIAS_CORRECT_HELP)
-    g.add_argument('--no-bias-correct', dest='bias_correct', action='store_false',
-                   help='no bias-field correction')
-    g = p.add_mutually_exclusive_group()
-    g.add_argument('--match-histogram', dest='match_histogram', action='store_true', default=None,
-                   help="match every subject's histogram to the first subject's (SimpleITK), after the "
-                        "bias correction. " + MATCH_HISTOGRAM_HELP)
-    g.add_argument('--no-match-histogram', dest='match_histogram', action='store_false',
-                   help='no histogram matching')
+    add_preparation_args(p, 'every subject', "every subject's histogram to the first subject's", None, None)
     p.add_argument('--quiet', action='store_true', help='no progress bar, only the final lines')
     return p
 

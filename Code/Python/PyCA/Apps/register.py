@@ -61,6 +61,33 @@ MATCH_HISTOGRAM_HELP = ('Default: off: with lncc it does not help the rescanned 
                         '(greedy: 1.16 -> 1.21 mm alone, 0.83 -> 0.79 mm after N4).')
 
 
+def add_metric_args(p, whose, default="the method's, lncc"):
+    """--metric, --lncc-radius, --mi-bins (pyca-register, pyca-atlas)."""
+    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
+                   help="similarity metric of %s registration (default: %s; see PyCA.Apps.metrics): "
+                        "ssd, ncc (global correlation), lncc (local correlation: robust to bias fields "
+                        "and scanner changes), mi (mutual information: different contrasts)" % (whose, default))
+    p.add_argument('--lncc-radius', default=None, type=str, metavar='R',
+                   help='lncc window radius in voxels of each scale (default 2)')
+    p.add_argument('--mi-bins', default=None, type=str, metavar='B',
+                   help='mi histogram bins per image (default 32)')
+
+
+def add_preparation_args(p, images, matched, bias_default, match_default):
+    """--[no-]bias-correct and --[no-]match-histogram (pyca-register, pyca-atlas)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument('--bias-correct', dest='bias_correct', action='store_true', default=bias_default,
+                   help='N4 bias-field correction (SimpleITK) of %s before the intensity '
+                        'normalisation. %s' % (images, BIAS_CORRECT_HELP))
+    g.add_argument('--no-bias-correct', dest='bias_correct', action='store_false',
+                   help='no bias-field correction')
+    g = p.add_mutually_exclusive_group()
+    g.add_argument('--match-histogram', dest='match_histogram', action='store_true', default=match_default,
+                   help="match %s (SimpleITK), after the bias correction. %s" % (matched, MATCH_HISTOGRAM_HELP))
+    g.add_argument('--no-match-histogram', dest='match_histogram', action='store_false',
+                   help='no histogram matching')
+
+
 def build_parser():
     p = _Parser(
         prog=PROG,
@@ -86,14 +113,7 @@ def build_parser():
                    help="YAML file of the method's parameters")
     p.add_argument('--set', dest='params', action='append', default=[], metavar='KEY=VALUE',
                    help="one method parameter, e.g. --set alpha=0.5 (repeatable; overrides the config)")
-    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
-                   help="similarity metric (default: the method's, see PyCA.Apps.metrics): ssd, ncc "
-                        "(global correlation), lncc (local correlation: robust to bias fields and "
-                        "scanner changes), mi (mutual information: different contrasts)")
-    p.add_argument('--lncc-radius', default=None, type=str, metavar='R',
-                   help='lncc window radius in voxels of each scale (default 2)')
-    p.add_argument('--mi-bins', default=None, type=str, metavar='B',
-                   help='mi histogram bins per image (default 32)')
+    add_metric_args(p, "the registration's")
     p.add_argument('--affine', action='store_true',
                    help='affine pre-alignment of the moving image (SimpleITK) before the registration')
     p.add_argument('--affine-metric', default='mattes', choices=('mattes', 'correlation'),
@@ -102,19 +122,8 @@ def build_parser():
                    help='mask on the fixed image (non-zero = inside): the mismatch is measured in it')
     p.add_argument('--no-normalize', dest='normalize', action='store_false',
                    help='keep the intensities (default: map the 0.5..99.5th percentiles to [0, 1])')
-    g = p.add_mutually_exclusive_group()
-    g.add_argument('--bias-correct', dest='bias_correct', action='store_true', default=BIAS_CORRECT_DEFAULT,
-                   help='N4 bias-field correction (SimpleITK) of both images before the intensity '
-                        'normalisation. ' + BIAS_CORRECT_HELP)
-    g.add_argument('--no-bias-correct', dest='bias_correct', action='store_false',
-                   help='no bias-field correction')
-    g = p.add_mutually_exclusive_group()
-    g.add_argument('--match-histogram', dest='match_histogram', action='store_true',
-                   default=MATCH_HISTOGRAM_DEFAULT,
-                   help="match the moving image's histogram to the fixed image's (SimpleITK), after the "
-                        "bias correction. " + MATCH_HISTOGRAM_HELP)
-    g.add_argument('--no-match-histogram', dest='match_histogram', action='store_false',
-                   help='no histogram matching')
+    add_preparation_args(p, 'both images', "the moving image's histogram to the fixed image's",
+                         BIAS_CORRECT_DEFAULT, MATCH_HISTOGRAM_DEFAULT)
     p.add_argument('--quiet', action='store_true', help='no progress bar, only the final numbers')
     return p
 
