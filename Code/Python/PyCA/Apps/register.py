@@ -113,7 +113,7 @@ def build_parser():
                    help="YAML file of the method's parameters")
     p.add_argument('--set', dest='params', action='append', default=[], metavar='KEY=VALUE',
                    help="one method parameter, e.g. --set alpha=0.5 (repeatable; overrides the config)")
-    add_metric_args(p, "the registration's")
+    add_metric_args(p, 'the')
     p.add_argument('--affine', action='store_true',
                    help='affine pre-alignment of the moving image (SimpleITK) before the registration')
     p.add_argument('--affine-metric', default='mattes', choices=('mattes', 'correlation'),
