@@ -77,15 +77,7 @@ def _write(arr, path, spacing=1.0):
     return str(path)
 
 
-def _warp(a, amp, seed=0):
-    rng = np.random.default_rng(seed)
-    idx = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in a.shape], indexing='ij')
-    coords = []
-    for i in idx:
-        u = ndimage.gaussian_filter(rng.standard_normal(a.shape), 4.0, mode='wrap')
-        u *= amp / (np.abs(u).max() + 1e-12)
-        coords.append(i + u)
-    return ndimage.map_coordinates(a, coords, order=1, mode='nearest')
+from test_apps_cli import _warp  # noqa: E402  (a(x + u(x)), a smooth random u)
 
 
 # --------------------------------------------------------------------------- N4

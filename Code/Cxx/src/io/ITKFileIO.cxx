@@ -232,22 +232,18 @@ uint64_t niftiExpectedBytes(const unsigned char* hdr, int n) {
   return 0;
 }
 
-// Decompressed length of a gzip file; -1 when the stream is cut short.
+uint64_t countBytes(const std::string& path, uint64_t offset, int inflateMode, bool* complete);
+
+// Decompressed length of a gzip file (all members); -1 when the stream is cut
+// short. A file without the gzip magic is read as it is (as zlib's gzread does).
 int64_t gzipLength(const std::string& name) {
-  gzFile f = gzopen(name.c_str(), "rb");
-  if (!f) return -1;
-  std::vector<char> buf(1 << 20);
-  int64_t total = 0;
-  for (;;) {
-    int got = gzread(f, buf.data(), unsigned(buf.size()));
-    if (got < 0) { gzclose(f); return -1; }
-    if (got == 0) break;
-    total += got;
-  }
-  int err = Z_OK;
-  gzerror(f, &err);
-  gzclose(f);
-  return (err == Z_OK || err == Z_STREAM_END) ? total : -1;
+  unsigned char magic[2] = {0, 0};
+  std::ifstream in(name, std::ios::binary);
+  in.read(reinterpret_cast<char*>(magic), 2);
+  const bool gz = in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  bool complete = false;
+  const uint64_t n = countBytes(name, 0, gz ? 2 : 0, &complete);
+  return complete ? int64_t(n) : -1;
 }
 
 // The first bytes of a .nii / .nii.gz file (n = 0 for other names).

@@ -115,6 +115,17 @@ class SSD(Metric):
         return ca.Sum2(force) * fixed.grid().voxelVol()
 
 
+def _whole(value, lo, hi, what):
+    """int(value) when it is a whole number in lo..hi, else ConfigError(what)."""
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError("%s, got %r" % (what, value)) from None
+    if v != value or not lo <= v <= hi:
+        raise ConfigError("%s, got %r" % (what, value))
+    return v
+
+
 def _check_not_constant(im, who, role):
     mean, var, lo, hi = _stats(im)
     if not (hi > lo) or not var > 0.0 or not math.isfinite(var):
@@ -160,13 +171,7 @@ class LNCC(Metric):
 
     def __init__(self, radius=2):
         Metric.__init__(self)
-        try:
-            r = int(radius)
-        except (TypeError, ValueError):
-            raise ConfigError("lncc_radius must be a whole number of voxels >= 1, got %r" % (radius,)) from None
-        if r != radius or r < 1:
-            raise ConfigError("lncc_radius must be a whole number of voxels >= 1, got %r" % (radius,))
-        self.radius = r
+        self.radius = _whole(radius, 1, 1 << 20, "lncc_radius must be a whole number of voxels >= 1")
         self._eps = None
 
     def describe(self):
@@ -251,13 +256,7 @@ class MI(Metric):
 
     def __init__(self, bins=32):
         Metric.__init__(self)
-        try:
-            b = int(bins)
-        except (TypeError, ValueError):
-            raise ConfigError("mi_bins must be a whole number >= 2, got %r" % (bins,)) from None
-        if b != bins or b < 2 or b > 4096:
-            raise ConfigError("mi_bins must be a whole number from 2 to 4096, got %r" % (bins,))
-        self.bins = b
+        self.bins = _whole(bins, 2, 4096, "mi_bins must be a whole number from 2 to 4096")
         self._mi = None
 
     def describe(self):

@@ -652,17 +652,12 @@ def _nifti_layout(hdr):
 
 def _gzip_length(fname):
     """Decompressed length of a gzip file (all members), or None when the
-    stream is cut short."""
-    total = 0
+    stream is cut short (_count_bytes)."""
     try:
-        with gzip.open(fname, 'rb') as g:
-            while True:
-                chunk = g.read(1 << 22)
-                if not chunk:
-                    return total
-                total += len(chunk)
-    except (EOFError, OSError, zlib.error):
+        total, complete = _count_bytes(fname, 0, 'gzip')
+    except OSError:
         return None
+    return total if complete else None
 
 
 def _nifti_header(fname, who):
