@@ -1,5 +1,9 @@
 # Writes the build's version information for PyCA.Common.PyCAVersion:
-#   cmake -DSOURCE_DIR=<repo> -DOUTPUT=<file.py> -DVERSION=<x.y.z> -P PyCAVersionInfo.cmake
+#   cmake -DSOURCE_DIR=<repo> -DOUTPUT=<file.py> -DVERSION=<x.y.z> [-DCUDA_INFO=<text>]
+#         -P PyCAVersionInfo.cmake
+# CUDA_INFO (the configure step's PYCA_CUDA_INFO) says whether the CUDA back
+# end was built and, when not, why (e.g. "OFF (USE_CUDA=AUTO: nvcc 13.0
+# found, cuFFT not)"): PyCA.Common._build_info.CUDA.
 # Runs at every build (git describe / rev-parse / branch, when git and a
 # checkout are there; "" otherwise) and rewrites OUTPUT only when it changes.
 # No network.
@@ -27,12 +31,13 @@ if(GIT_FOUND AND EXISTS "${SOURCE_DIR}/.git")
     set(_branch "")
   endif()
 endif()
-foreach(_v _describe _commit _branch)
+set(_cuda "${CUDA_INFO}")
+foreach(_v _describe _commit _branch _cuda)
   string(REPLACE "\\" "" ${_v} "${${_v}}")
   string(REPLACE "'" "" ${_v} "${${_v}}")
 endforeach()
 set(_text "# Generated at build time by cmake/PyCAVersionInfo.cmake; do not edit.\n")
-string(APPEND _text "VERSION = '${VERSION}'\nDESCRIBE = '${_describe}'\nCOMMIT = '${_commit}'\nBRANCH = '${_branch}'\n")
+string(APPEND _text "VERSION = '${VERSION}'\nDESCRIBE = '${_describe}'\nCOMMIT = '${_commit}'\nBRANCH = '${_branch}'\nCUDA = '${_cuda}'\n")
 set(_old "")
 if(EXISTS "${OUTPUT}")
   file(READ "${OUTPUT}" _old)
