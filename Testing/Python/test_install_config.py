@@ -51,6 +51,13 @@ def bare_python(tmp_path_factory):
 
 def configure(build, *defines, env=None, python=None):
     """Configures the library only; returns (exit status, output, cache text)."""
+    rc, out, text = configure_raw(build, *defines, env=env, python=python)
+    if "FFTW 3 (single precision" in out:
+        pytest.skip("FFTW is not installed (libfftw3-dev): nothing to configure")
+    return rc, out, text
+
+
+def configure_raw(build, *defines, env=None, python=None):
     cmd = [CMAKE, "-S", source_dir(), "-B", str(build), "-DWRAP_PYTHON=OFF", "-DBUILD_TESTING=OFF",
            "-DPYCA_BUILD_BENCHMARKS=OFF", "-DUSE_ITK=OFF"]
     if python:
@@ -64,8 +71,6 @@ def configure(build, *defines, env=None, python=None):
     out = r.stdout + r.stderr
     cache = os.path.join(str(build), "CMakeCache.txt")
     text = open(cache).read() if os.path.exists(cache) else ""
-    if "FFTW 3 (single precision" in out:
-        pytest.skip("FFTW is not installed (libfftw3-dev): nothing to configure")
     return r.returncode, out, text
 
 
@@ -166,3 +171,18 @@ def test_wheel_install_rules_cover_stubs_and_markers():
     for script, module in (("pyca-register", "register"), ("pyca-atlas", "atlas")):
         assert re.search(r'^%s = "PyCA\.Apps\.%s:main_entry"$' % (script, module), pyproject, re.M)
         assert os.path.exists(os.path.join(source_dir(), "Code", "Python", "PyCA", "Apps", module + ".py"))
+
+
+def test_missing_fftw_is_one_clear_error(tmp_path):
+    """FFTW (libfftw3-dev) cannot come from pip: without it the configure
+    step stops with the message that says how to install it."""
+    # hide fftw3.h: the header folders (the libraries stay visible: OpenMP)
+    hide = ["/usr/include", "/usr/local/include", "/usr/include/x86_64-linux-gnu",
+            "/usr/include/aarch64-linux-gnu"]
+    rc, out, _ = configure_raw(tmp_path / "b", "-DUSE_CUDA=OFF", "-DCMAKE_IGNORE_PATH=" + ";".join(hide))
+    if rc == 0:
+        pytest.skip("FFTW is installed outside the system folders here")
+    flat = " ".join(out.split())
+    assert "FFTW 3 (single precision, with fftw3f_omp or fftw3f_threads) was not found" in flat
+    assert "apt-get install libfftw3-dev" in flat and "pip cannot install it" in flat
+    assert flat.count("CMake Error") == 1
