@@ -36,7 +36,18 @@ def DebugHere():
 def GetOuterFrame(level=1):
     """The inspect.FrameInfo (filename, lineno, function, ...) of the caller
     of the function that calls GetOuterFrame (level=1); level=0 is that
-    function itself. Raises ValueError if the stack is not that deep."""
+    function itself. Raises ValueError if the stack is not that deep.
+
+    Args:
+        level (int): how many frames above the caller of GetOuterFrame; default 1 (the caller's
+            caller).
+
+    Returns:
+        inspect.FrameInfo: the frame record.
+
+    Raises:
+        ValueError: the stack is not ``level`` frames deep.
+    """
     if not isinstance(level, int) or level < 0:
         raise ValueError("level must be an integer >= 0, got %r" % (level,))
     frame = sys._getframe(1)
@@ -53,6 +64,13 @@ def GetOuterFrame(level=1):
 def CheckCUDAError(msg=''):
     """Waits for the GPU and raises RuntimeError if a CUDA call or kernel
     failed, naming the caller's file and line and ``msg``. A no-op in CPU
-    builds and without a device."""
+    builds and without a device.
+
+    Args:
+        msg (str): text added to the error message; default ''.
+
+    Raises:
+        RuntimeError: a CUDA call or kernel failed (the message names the caller's file and line).
+    """
     fi = GetOuterFrame(1)
     core.CheckCUDAError(fi.filename, int(fi.lineno), str(msg))

@@ -17,7 +17,15 @@ _HINT = ("pip install mpi4py mpich (mpi4py plus an MPI library), or on Debian/Ub
 
 def GetMPI():
     """mpi4py's MPI module; ImportError naming what to install if it cannot
-    be loaded (mpi4py missing, or no MPI library for it)."""
+    be loaded (mpi4py missing, or no MPI library for it).
+
+    Returns:
+        module: ``mpi4py.MPI``.
+
+    Raises:
+        ImportError: mpi4py is not installed, or it cannot load an MPI library (the message says
+            what to install).
+    """
     try:
         from mpi4py import MPI
     except ImportError as e:
@@ -74,7 +82,27 @@ def Reduce(A, hA=None, op=None, comm=None):
     data are reduced through zero-copy NumPy views; device data is staged
     through the host buffer ``hA`` (an Image3D/Field3D like A in MEM_HOST or
     MEM_HOST_PINNED with at least A's voxels; a temporary one when None).
-    Returns A."""
+    Returns A.
+
+    Args:
+        A (Image3D or Field3D): the data to reduce, in place; any memory type.
+        hA (Image3D or Field3D, optional): host staging buffer for device data: the same kind as
+            ``A``, in MEM_HOST or MEM_HOST_PINNED, with a capacity of at least ``A.nVox()`` voxels
+            (its grid is set to A's). Default None: a temporary one. Unused for host data.
+        op (mpi4py.MPI.Op, optional): the reduction; default None = ``MPI.SUM``.
+        comm (mpi4py.MPI.Comm, optional): the communicator; default None = ``MPI.COMM_WORLD``.
+
+    Returns:
+        A (reduced in place).
+
+    Raises:
+        TypeError: ``A`` is not an Image3D/Field3D, or ``hA`` is not the same kind.
+        ValueError: ``hA`` is in device memory or holds fewer voxels than ``A``.
+        ImportError: mpi4py or its MPI library is missing.
+
+    Example:
+        ``Reduce(grad)  # every rank now holds the sum of all ranks' gradients``
+    """
     if not isinstance(A, (core.Image3D, core.Field3D)):
         raise TypeError("Reduce expects an Image3D or Field3D, got %s" % type(A).__name__)
     op, comm = _defaults(op, comm)
@@ -102,7 +130,20 @@ def Reduce(A, hA=None, op=None, comm=None):
 
 def ReduceFloat(f, op=None, comm=None):
     """The Allreduce of the number f over the ranks of ``comm`` (default
-    MPI.COMM_WORLD) with ``op`` (default MPI.SUM), as a float."""
+    MPI.COMM_WORLD) with ``op`` (default MPI.SUM), as a float.
+
+    Args:
+        f (float): this rank's number.
+        op (mpi4py.MPI.Op, optional): the reduction; default None = ``MPI.SUM``.
+        comm (mpi4py.MPI.Comm, optional): the communicator; default None = ``MPI.COMM_WORLD``.
+
+    Returns:
+        float: the reduction over all ranks.
+
+    Raises:
+        TypeError: ``f`` is not a number.
+        ImportError: mpi4py or its MPI library is missing.
+    """
     try:
         buf = np.array([float(f)], dtype=np.float64)
     except (TypeError, ValueError):

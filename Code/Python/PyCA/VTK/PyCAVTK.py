@@ -48,7 +48,28 @@ def WrapNPAsVTKImageData(nparr, spacing=None, origin=None, AutoCopy=False, name=
     and ``origin`` in x, y, z order (default 1 and 0). The array is shared
     without a copy when it is Fortran-ordered (x fastest) with a VTK numeric
     dtype; otherwise AutoCopy=True makes a copy and AutoCopy=False raises
-    ValueError."""
+    ValueError.
+
+    Args:
+        nparr (numpy.ndarray): a real numeric array of shape (X, Y), (X, Y, Z) or (X, Y, Z, C),
+            indexed x first.
+        spacing (3 numbers, optional): voxel spacing in x, y, z order (physical units, e.g. mm);
+            default None = (1, 1, 1).
+        origin (3 numbers, optional): position of voxel (0, 0, 0) in x, y, z order; default None =
+            (0, 0, 0).
+        AutoCopy (bool): copy the array when it cannot be shared (not Fortran-contiguous or a dtype
+            VTK lacks); default False raises instead.
+        name (str): name of the point-data array; default 'scalars'.
+
+    Returns:
+        vtk.vtkImageData: sharing the array's memory unless copied.
+
+    Raises:
+        ValueError: a shape or dtype VTK cannot hold, bad ``spacing``/``origin`` values, or an array
+            that cannot be shared while ``AutoCopy=False``.
+        TypeError: ``spacing``/``origin`` are not 3 numbers.
+        ImportError: VTK is not installed (``pip install vtk``).
+    """
     vtkImageData, ns = _vtk()
     a = np.asarray(nparr)
     if a.ndim == 2:
@@ -93,7 +114,21 @@ def WrapPyCAAsVTKImageData(im, AutoCopy=False):
     spacing and origin (x, y, z order). A host or pinned Image3D is shared
     without a copy (the VTK data keeps the buffer alive; writes show both
     ways). Device data, and fields (3-component vectors, interleaved by
-    VTK), need AutoCopy=True (a host copy), else ValueError."""
+    VTK), need AutoCopy=True (a host copy), else ValueError.
+
+    Args:
+        im (Image3D or Field3D): the data to wrap.
+        AutoCopy (bool): copy into VTK-owned memory; needed for device data and for fields; default
+            False (share host/pinned images without a copy).
+
+    Returns:
+        vtk.vtkImageData: with the grid's dimensions, spacing and origin.
+
+    Raises:
+        TypeError: ``im`` is not an Image3D or Field3D.
+        ValueError: device data or a Field3D with ``AutoCopy=False``.
+        ImportError: VTK is not installed (``pip install vtk``).
+    """
     if not isinstance(im, (core.Image3D, core.Field3D)):
         raise TypeError("expected an Image3D or Field3D, got %s" % type(im).__name__)
     sp, org = tuple(im.spacing()), tuple(im.origin())
