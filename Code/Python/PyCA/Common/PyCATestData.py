@@ -81,9 +81,28 @@ def _positive(name, v):
 
 
 def DrawCircle(sz, center=None, rad=None, val=1.0):
-    """``val`` inside the disk |p - center| <= rad, 0 outside. Default centre:
+    """``val`` inside the disk ``|p - center| <= rad``, 0 outside. Default centre:
     the middle; default radius: a quarter of the smaller in-plane size. With
-    a 3-D ``sz`` and a 3-D ``center`` it is a ball."""
+    a 3-D ``sz`` and a 3-D ``center`` it is a ball.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        center (2 or 3 numbers, optional): centre (x, y) or (x, y, z) in voxel indices; default None
+            = the middle of the grid.
+        rad (float, optional): radius in voxels; default None = a quarter of the smaller in-plane
+            size.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+
+    Example:
+        ``im = ImFromNPArr(DrawCircle((64, 64), rad=10))``
+    """
     s = _size(sz)
     c = _center(s, center, 3 if (center is not None and len(center) == 3) else 2)
     rad = min(s[0], s[1]) / 4.0 if rad is None else float(rad)
@@ -100,7 +119,22 @@ def DrawCircle(sz, center=None, rad=None, val=1.0):
 
 
 def DrawEllipse(sz, center, radx, rady, val=1.0):
-    """``val`` inside the ellipse ((x - cx) / radx)^2 + ((y - cy) / rady)^2 <= 1."""
+    """``val`` inside the ellipse ((x - cx) / radx)^2 + ((y - cy) / rady)^2 <= 1.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        center (2 numbers): centre (x, y) in voxel indices.
+        radx (float): semi-axis along x, in voxels.
+        rady (float): semi-axis along y, in voxels.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     c = _center(s, center)
     radx, rady = _positive("radx", radx), _positive("rady", rady)
@@ -109,14 +143,43 @@ def DrawEllipse(sz, center, radx, rady, val=1.0):
 
 def DrawRect(sz, llc, urc, val=1.0):
     """``val`` on the rectangle between the corners llc = (x0, y0) and
-    urc = (x1, y1), both inclusive: x0 <= x <= x1, y0 <= y <= y1."""
+    urc = (x1, y1), both inclusive: x0 <= x <= x1, y0 <= y <= y1.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        llc (2 numbers): lower-left corner (x0, y0), voxel indices, inclusive.
+        urc (2 numbers): upper-right corner (x1, y1), voxel indices, inclusive.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     (x0, y0), (x1, y1) = [float(v) for v in llc[:2]], [float(v) for v in urc[:2]]
     return _finish(s, np.where((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1), val, 0.0))
 
 
 def DrawRectFromCenter(sz, center, width, height, val=1.0):
-    """``val`` on the rectangle |x - cx| <= width / 2, |y - cy| <= height / 2."""
+    """``val`` on the rectangle ``|x - cx| <= width / 2``, ``|y - cy| <= height / 2``.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        center (2 numbers): centre (x, y) in voxel indices.
+        width (float): width along x, in voxels.
+        height (float): height along y, in voxels.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     c = _center(s, center)
     w, h = float(width), float(height)
@@ -127,7 +190,22 @@ def DrawRectFromCenter(sz, center, width, height, val=1.0):
 
 def DrawSin(sz, nPeriods=4, dim=0, amp=1.0, phase=0.0):
     """amp * sin(2 pi nPeriods p / n + phase), p the coordinate along axis
-    ``dim`` (0: x, 1: y) of extent n: nPeriods whole periods across the grid."""
+    ``dim`` (0: x, 1: y) of extent n: nPeriods whole periods across the grid.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        nPeriods (float): number of periods across the grid; default 4.
+        dim (int): axis of the wave: 0 (x) or 1 (y); default 0.
+        amp (float): amplitude; default 1.0.
+        phase (float): phase in radians; default 0.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     d = {0: 0, 1: 1, 'x': 0, 'y': 1}.get(dim)
     if d is None:
@@ -138,7 +216,22 @@ def DrawSin(sz, nPeriods=4, dim=0, amp=1.0, phase=0.0):
 
 def DrawLine(sz, p0, p1, width=1.0, val=1.0):
     """``val`` within distance width / 2 of the segment p0 - p1 (in-plane
-    points (x, y)); a point segment draws a disk."""
+    points (x, y)); a point segment draws a disk.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        p0 (2 numbers): first end point (x, y), voxel indices.
+        p1 (2 numbers): second end point (x, y), voxel indices.
+        width (float): line width in voxels; default 1.0.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     a = np.array([float(v) for v in p0[:2]])
     b = np.array([float(v) for v in p1[:2]])
@@ -157,7 +250,20 @@ def DrawLine(sz, p0, p1, width=1.0, val=1.0):
 
 def DrawChecker(sz, squareSize=8, val=1.0):
     """A checkerboard of squareSize x squareSize voxel squares: ``val`` where
-    floor(x / s) + floor(y / s) is odd, 0 elsewhere (voxel (0, 0) is 0)."""
+    floor(x / s) + floor(y / s) is odd, 0 elsewhere (voxel (0, 0) is 0).
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        squareSize (int): side of the squares in voxels; default 8.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     q = _positive("squareSize", squareSize)
     return _finish(s, np.where((np.floor(x / q) + np.floor(y / q)) % 2 == 1, val, 0.0))
@@ -170,7 +276,20 @@ def _rotated(x, y, angle_deg):
 
 def DrawDiamonds(sz, period=16, val=1.0):
     """A checkerboard rotated by 45 degrees (diamonds of diagonal ``period``
-    voxels): ``val`` where floor((x + y) / period) + floor((x - y) / period) is odd."""
+    voxels): ``val`` where floor((x + y) / period) + floor((x - y) / period) is odd.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        period (float): period of the pattern in voxels; default 16.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     p = _positive("period", period)
     return _finish(s, np.where((np.floor((x + y) / p) + np.floor((x - y) / p)) % 2 == 1, val, 0.0))
@@ -179,7 +298,21 @@ def DrawDiamonds(sz, period=16, val=1.0):
 def DrawSlantyDiamonds(sz, period=16, angle=30.0, val=1.0):
     """A checkerboard of squares of side period / 2 rotated by ``angle``
     degrees: ``val`` where floor(u / (period/2)) + floor(v / (period/2)) is odd,
-    (u, v) = (x, y) rotated by -angle."""
+    (u, v) = (x, y) rotated by -angle.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        period (float): period of the pattern in voxels; default 16.
+        angle (float): rotation in degrees, counter-clockwise from the x axis.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     h = _positive("period", period) / 2.0
     u, v = _rotated(x, y, angle)
@@ -189,7 +322,21 @@ def DrawSlantyDiamonds(sz, period=16, angle=30.0, val=1.0):
 def DrawSlantStripes(sz, period=16, angle=45.0, val=1.0):
     """Binary stripes of ``period`` voxels (half on, half off) across the
     direction (cos angle, sin angle): ``val`` where floor(2 u / period) is
-    odd, u = x cos(angle) + y sin(angle)."""
+    odd, u = x cos(angle) + y sin(angle).
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        period (float): period of the pattern in voxels; default 16.
+        angle (float): rotation in degrees, counter-clockwise from the x axis.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     p = _positive("period", period)
     u, _ = _rotated(x, y, angle)
@@ -205,7 +352,22 @@ def _wavy_u(s, x, y, waveAmp, wavePeriod):
 def DrawWavyStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, val=1.0):
     """Binary stripes along y whose x position waves:
     ``val`` where floor(2 u / period) is odd, u = x + waveAmp sin(2 pi y / wavePeriod)
-    (default wavePeriod: Y / 2)."""
+    (default wavePeriod: Y / 2).
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        period (float): period of the pattern in voxels; default 16.
+        waveAmp (float): amplitude of the waving, in voxels; default 4.0.
+        wavePeriod (float, optional): period of the waving along y, in voxels; default None = Y / 2.
+        val (float): value inside the shape; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     p = _positive("period", period)
     u = _wavy_u(s, x, y, waveAmp, wavePeriod)
@@ -213,7 +375,22 @@ def DrawWavyStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, val=1.0):
 
 
 def DrawWavySinStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, amp=1.0):
-    """The smooth version of DrawWavyStripes: amp (1 + sin(2 pi u / period)) / 2."""
+    """The smooth version of DrawWavyStripes: amp (1 + sin(2 pi u / period)) / 2.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        period (float): period of the pattern in voxels; default 16.
+        waveAmp (float): amplitude of the waving, in voxels; default 4.0.
+        wavePeriod (float, optional): period of the waving along y, in voxels; default None = Y / 2.
+        amp (float): amplitude; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     p = _positive("period", period)
     u = _wavy_u(s, x, y, waveAmp, wavePeriod)
@@ -222,7 +399,21 @@ def DrawWavySinStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, amp=1.0):
 
 def DrawSinSlantStripes(sz, period=16, angle=45.0, amp=1.0):
     """The smooth version of DrawSlantStripes: amp (1 + sin(2 pi u / period)) / 2,
-    u = x cos(angle) + y sin(angle)."""
+    u = x cos(angle) + y sin(angle).
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        period (float): period of the pattern in voxels; default 16.
+        angle (float): rotation in degrees, counter-clockwise from the x axis.
+        amp (float): amplitude; default 1.0.
+
+    Returns:
+        numpy.ndarray: float32 array of shape ``sz``, indexed ``[x, y(, z)]``.
+
+    Raises:
+        TypeError: ``sz`` is not a sequence of integers.
+        ValueError: ``sz`` does not have 2 or 3 non-negative entries.
+    """
     s, x, y = _plane(sz)
     p = _positive("period", period)
     u, _ = _rotated(x, y, angle)
@@ -263,13 +454,43 @@ def RandImage(sz, nSig=1.0, gSig=0.0, NonNeg=False, mType=core.MEM_HOST, sp=None
               seed=None):
     """An Image3D of Gaussian noise (standard deviation nSig), smoothed with a
     Gaussian of gSig voxels (scipy.ndimage.gaussian_filter, reflecting borders) when gSig > 0, and made
-    non-negative (absolute value) when NonNeg."""
+    non-negative (absolute value) when NonNeg.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        nSig (float): standard deviation of the noise; default 1.0.
+        gSig (float): standard deviation of the Gaussian smoothing in voxels; default 0.0 (no
+            smoothing).
+        NonNeg (bool): take the absolute value (non-negative noise); default False.
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        sp (3 numbers, optional): grid spacing (physical units per voxel); default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+        seed (int or numpy.random.Generator, optional): random source; default None = NumPy's global
+            random state.
+
+    Returns:
+        Image3D: on a grid of size ``sz`` (Z = 1 for a 2-D size).
+    """
     a = _noise(_shape3(sz), nSig, gSig, NonNeg, _rng(seed))
     return ImFromNPArr(a, mType, sp, orig)
 
 
 def RandUnifImage(sz, lbound=0.0, ubound=1.0, mType=core.MEM_HOST, sp=None, orig=None, seed=None):
-    """An Image3D of noise uniform in [lbound, ubound)."""
+    """An Image3D of noise uniform in [lbound, ubound).
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        lbound (float): lower bound (inclusive); default 0.0.
+        ubound (float): upper bound (exclusive); default 1.0.
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        sp (3 numbers, optional): grid spacing (physical units per voxel); default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+        seed (int or numpy.random.Generator, optional): random source; default None = NumPy's global
+            random state.
+
+    Returns:
+        Image3D: on a grid of size ``sz`` (Z = 1 for a 2-D size).
+    """
     lbound, ubound = float(lbound), float(ubound)
     if not lbound <= ubound:
         raise ValueError("lbound must be <= ubound, got %r, %r" % (lbound, ubound))
@@ -284,7 +505,23 @@ def RandField(sz, nSig=1.0, gSig=0.0, NonNeg=False, mType=core.MEM_HOST, sp=None
     """A Field3D of independent Gaussian noise per component and voxel (3-D
     noise for a 3-D size; the legacy repeated 2-D noise along z), smoothed
     and made non-negative as in RandImage. On a 2-D grid (Z = 1) the z
-    component is 0 (an in-plane field)."""
+    component is 0 (an in-plane field).
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        nSig (float): standard deviation of the noise; default 1.0.
+        gSig (float): standard deviation of the Gaussian smoothing in voxels; default 0.0 (no
+            smoothing).
+        NonNeg (bool): take the absolute value (non-negative noise); default False.
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        sp (3 numbers, optional): grid spacing (physical units per voxel); default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+        seed (int or numpy.random.Generator, optional): random source; default None = NumPy's global
+            random state.
+
+    Returns:
+        Field3D: on a grid of size ``sz``.
+    """
     shape = _shape3(sz)
     rng = _rng(seed)
     comps = [_noise(shape, nSig, gSig, NonNeg, rng) for _ in range(2)]
@@ -301,7 +538,25 @@ def WavyDef(sz, nWaves=4, waveAmp=10.0, waveDim=0, mType=core.MEM_HOST, deformat
     (0, 1, 2) is waveAmp * sin(2 pi nWaves q / n), q the coordinate along
     the wave axis (y for waveDim 0, x otherwise) of extent n; the other
     components are 0. waveAmp is in physical units (a V-field). Returns the
-    H-field x + v / spacing (``VtoH_I``) when ``deformation``, else the V-field."""
+    H-field x + v / spacing (``VtoH_I``) when ``deformation``, else the V-field.
+
+    Args:
+        sz (2 or 3 ints): the array shape (X, Y) or (X, Y, Z), in voxels; a list, tuple or Vec3Di.
+        nWaves (float): number of waves across the grid; default 4.
+        waveAmp (float): displacement amplitude in physical units (the V-field's); default 10.0.
+        waveDim (int or str): the displaced component: 0/'x', 1/'y' or 2/'z'; default 0.
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        deformation (bool): return the H-field x + v / spacing (True, default) or the V-field v
+            (False).
+        sp (3 numbers, optional): grid spacing (physical units per voxel); default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+
+    Returns:
+        Field3D: the H-field (or V-field) on a grid of size ``sz``.
+
+    Raises:
+        ValueError: ``waveDim`` is not one of 0, 1, 2, 'x', 'y', 'z'.
+    """
     shape = _shape3(sz)
     d = {0: 0, 1: 1, 2: 2, 'x': 0, 'y': 1, 'z': 2}.get(waveDim)
     if d is None:
