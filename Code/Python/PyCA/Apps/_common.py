@@ -1,7 +1,7 @@
 """Shared plumbing of the registration apps: configuration, devices, memory,
 multiscale set-up, progress bars and the result object.
 
-Every app follows the same pattern, the one PyCA users have always written:
+Every app follows the same pattern, the one PyCA users have always written::
 
     cfg = merge_config(DEFAULTS, config, overrides)      # dict / YAML / kwargs
     mType = compute_mem_type(cfg['device'], fixed)        # MEM_HOST or MEM_DEVICE
@@ -35,7 +35,19 @@ class ConfigError(ValueError):
 
 def load_config(config):
     """A plain dict from ``config``: None, a dict, or the path of a YAML file
-    (a mapping at top level)."""
+    (a mapping at top level).
+
+    Args:
+        config (None, dict or str): the configuration: None (empty), a dict (copied), or the path of
+            a YAML file.
+
+    Returns:
+        dict: a new dict.
+
+    Raises:
+        ConfigError: a missing or invalid YAML file (not a mapping), PyYAML missing, or a value that
+            is not None/dict/str.
+    """
     if config is None:
         return {}
     if isinstance(config, dict):
@@ -107,7 +119,20 @@ def merge_config(defaults, config=None, overrides=None):
     """``defaults`` updated by ``config`` (dict or YAML path) then by
     ``overrides`` (keyword arguments). Unknown keys raise ConfigError (a typo
     never passes silently); values are converted to the default's type.
-    Keys may use '-' or '_'."""
+    Keys may use '-' or '_'.
+
+    Args:
+        defaults (dict): the app's ``DEFAULTS``: every known key with its default value (whose type
+            the given values are converted to).
+        config (None, dict or str, optional): configuration dict or YAML file path; default None.
+        overrides (dict, optional): keyword overrides, applied last; default None.
+
+    Returns:
+        dict: the merged configuration.
+
+    Raises:
+        ConfigError: an unknown key or a value of the wrong type.
+    """
     out = copy.deepcopy(defaults)
     for src in (load_config(config), overrides or {}):
         for k, v in src.items():
@@ -129,6 +154,14 @@ def gpu_available():
 
 
 def mem_name(mType):
+    """The name of a memory type: 'MEM_HOST', 'MEM_DEVICE' (else ``str(mType)``).
+
+    Args:
+        mType (MemoryType): the memory type.
+
+    Returns:
+        str: its name.
+    """
     return {ca.MEM_HOST: 'MEM_HOST', ca.MEM_DEVICE: 'MEM_DEVICE'}.get(mType, str(mType))
 
 
@@ -136,7 +169,19 @@ def compute_mem_type(device, image=None):
     """The memory type the app computes in: 'cpu' -> MEM_HOST, 'gpu' ->
     MEM_DEVICE (RuntimeError 'no CUDA device ...' where none exists), 'auto' ->
     the memory type of ``image`` (device memory stays on the GPU, anything else
-    runs on the CPU)."""
+    runs on the CPU).
+
+    Args:
+        device (str): 'cpu', 'gpu' or 'auto'.
+        image (Image3D, optional): the input whose memory type 'auto' follows; default None (CPU).
+
+    Returns:
+        MemoryType: MEM_HOST or MEM_DEVICE.
+
+    Raises:
+        RuntimeError: 'gpu' without a CUDA device.
+        ConfigError: another ``device`` string.
+    """
     device = (device or 'auto').lower()
     if device == 'auto':
         if image is not None and image.memType() == ca.MEM_DEVICE:
@@ -156,7 +201,16 @@ def compute_mem_type(device, image=None):
 def on_mem(obj, mType):
     """``obj`` itself if it lives exactly in ``mType`` memory, else a copy there
     (the caller's object is never moved). Pinned host memory is copied too:
-    the operators need all their operands in one memory type."""
+    the operators need all their operands in one memory type.
+
+    Args:
+        obj (Image3D or Field3D): the object to place.
+        mType (MemoryType): MEM_HOST or MEM_DEVICE (MEM_HOST_PINNED is copied to MEM_HOST by the
+            apps).
+
+    Returns:
+        Image3D or Field3D: ``obj`` or its copy.
+    """
     if obj.memType() == mType:
         return obj
     out = ca.Image3D(obj.grid(), mType) if isinstance(obj, ca.Image3D) else ca.Field3D(obj.grid(), mType)
@@ -167,7 +221,14 @@ def on_mem(obj, mType):
 def ensure_thread_memory_manager(grid, mType, nPools=16):
     """Initialises the ThreadMemoryManager for ``grid``/``mType`` (the pool the
     operators and the multiscale resamplers take scratch from). An existing
-    manager of the same memory type whose grid holds ``grid`` is kept."""
+    manager of the same memory type whose grid holds ``grid`` is kept.
+
+    Args:
+        grid (GridInfo): the grid (size, spacing, origin).
+        mType (MemoryType): MEM_HOST or MEM_DEVICE (MEM_HOST_PINNED is copied to MEM_HOST by the
+            apps).
+        nPools (int): scratch pools per thread; default 16.
+    """
     tmm = ca.ThreadMemoryManager
     if tmm.isInitialized():
         mm = tmm.instance()
@@ -201,7 +262,16 @@ def release_thread_memory_manager():
 
 def run_cli(main, argv=None):
     """``main(argv)``, then the ThreadMemoryManager released quietly: the
-    command lines' wrapper, so that a run ends with their own lines only."""
+    command lines' wrapper, so that a run ends with their own lines only.
+
+    Args:
+        main (callable): the command's ``main(argv)``.
+        argv (list of str, optional): the command line arguments without the program name; default
+            None = ``sys.argv[1:]``.
+
+    Returns:
+        whatever ``main`` returns (the exit status).
+    """
     try:
         return main(argv)
     finally:
@@ -216,7 +286,20 @@ def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
     once per process at the first kernel): about a second per new grid size,
     then free through the wisdom file, and 1.5-4x faster transforms on
     awkward sizes than the library's default estimated plans (99x117x95 with
-    2 threads: 24 ms instead of 102 ms)."""
+    2 threads: 24 ms instead of 102 ms).
+
+    Args:
+        grid (GridInfo): the grid (size, spacing, origin).
+        mType (MemoryType): MEM_HOST or MEM_DEVICE (MEM_HOST_PINNED is copied to MEM_HOST by the
+            apps).
+        alpha (float): weight of the Laplacian term of L.
+        beta (float): weight of the grad-div term of L.
+        gamma (float): weight of the identity term of L (> 0 keeps L invertible).
+        lpow (int): power of L applied; default 1.
+
+    Returns:
+        FluidKernelFFTCPU or FluidKernelFFTGPU (MEM_DEVICE).
+    """
     if mType != ca.MEM_DEVICE:
         os.environ.setdefault('PYCA_FFTW_PLANNER', 'measure')
     cls = ca.FluidKernelFFTGPU if mType == ca.MEM_DEVICE else ca.FluidKernelFFTCPU
@@ -231,6 +314,17 @@ def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
 
 
 def make_resampler(grid, mType, gauss=True):
+    """The multiscale resampler of the apps for ``grid`` in ``mType`` memory.
+
+    Args:
+        grid (GridInfo): the finest grid.
+        mType (MemoryType): MEM_DEVICE gives the GPU resampler, anything else the CPU one.
+        gauss (bool): Gaussian-smoothing resampler (MultiscaleResamplerGauss*, True: default) or
+            the plain one (MultiscaleResampler*).
+
+    Returns:
+        MultiscaleResamplerGaussCPU/GPU or MultiscaleResamplerCPU/GPU.
+    """
     if mType == ca.MEM_DEVICE:
         cls = ca.MultiscaleResamplerGaussGPU if gauss else ca.MultiscaleResamplerGPU
     else:
@@ -241,7 +335,18 @@ def make_resampler(grid, mType, gauss=True):
 def make_multiscale(grid, scales):
     """A MultiscaleManager over ``grid`` with the given down-sampling factors
     (coarse to fine; duplicates removed; factor 1 always included). The
-    manager's level printing is silent unless verbose (our MultiscaleManager)."""
+    manager's level printing is silent unless verbose (our MultiscaleManager).
+
+    Args:
+        grid (GridInfo): the grid (size, spacing, origin).
+        scales (iterable of int): down-sampling factors, each >= 1.
+
+    Returns:
+        tuple: (MultiscaleManager, list of the factors, coarse to fine).
+
+    Raises:
+        ConfigError: a factor below 1.
+    """
     facs = sorted({int(s) for s in scales} | {1}, reverse=True)
     for f in facs:
         if f < 1:
@@ -253,7 +358,17 @@ def make_multiscale(grid, scales):
 
 
 def check_pair(fixed, moving, who):
-    """TypeError / ValueError with a clear message for inputs an app can't use."""
+    """TypeError / ValueError with a clear message for inputs an app can't use.
+
+    Args:
+        fixed (Image3D): the fixed (reference) image.
+        moving (Image3D): the moving image.
+        who (str): the caller's name, used in the messages.
+
+    Raises:
+        TypeError: an input is not an Image3D.
+        ValueError: an empty image, or the two grids differ.
+    """
     for name, im in (('fixed', fixed), ('moving', moving)):
         if not isinstance(im, ca.Image3D):
             raise TypeError("%s: %s must be an Image3D, got %s" % (who, name, type(im).__name__))
@@ -266,7 +381,16 @@ def check_pair(fixed, moving, who):
 
 
 def same_grid(a, b, tol=1e-5):
-    """Same size, and spacing and origin equal within ``tol`` (relative)."""
+    """Same size, and spacing and origin equal within ``tol`` (relative).
+
+    Args:
+        a (Image3D, Field3D or GridInfo): first object (its grid is compared).
+        b (Image3D, Field3D or GridInfo): second object.
+        tol (float): relative tolerance on spacing and origin; default 1e-5.
+
+    Returns:
+        bool.
+    """
     if tuple(a.size()) != tuple(b.size()):
         return False
     for u, v in ((a.spacing(), b.spacing()), (a.origin(), b.origin())):
@@ -280,7 +404,13 @@ def same_grid(a, b, tol=1e-5):
 
 class Progress:
     """A tqdm bar over all iterations of all scales, showing the energy; a
-    no-op with quiet=True (or without tqdm)."""
+    no-op with quiet=True (or without tqdm).
+
+    Args:
+        total (int): the number of iterations of the bar.
+        desc (str): the label of the bar.
+        quiet (bool): no bar at all; default False.
+    """
 
     def __init__(self, total, desc, quiet=False):
         self._bar = None
@@ -293,6 +423,12 @@ class Progress:
                 self._bar = None
 
     def update(self, energy=None, **extra):
+        """Advances the bar by one iteration and shows ``energy`` and ``extra``.
+
+        Args:
+            energy (float, optional): the energy of the iteration; default None (not shown).
+            **extra: more values to show (name=value; floats with 4 significant digits).
+        """
         if self._bar is None:
             return
         post = {}
@@ -304,11 +440,16 @@ class Progress:
         self._bar.update(1)
 
     def skip(self, n):
-        """Advances the bar by n iterations that will not run (a converged scale)."""
+        """Advances the bar by n iterations that will not run (a converged scale).
+
+        Args:
+            n (int): the number of iterations to skip.
+        """
         if self._bar is not None and n > 0:
             self._bar.update(int(n))
 
     def close(self):
+        """Closes the bar (idempotent); also done by ``with Progress(...)``."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
@@ -327,15 +468,25 @@ class Progress:
 class RegistrationResult:
     """What every registration app returns.
 
-    deformed  Image3D: the moving image deformed onto the fixed grid
-              (``ApplyH(deformed, moving, h)``).
-    h         Field3D: the H-field (voxel coordinates of the moving image for
-              each fixed voxel) -- the "deformation" of the outputs.
-    hinv      Field3D or None: its inverse where the method has it (LDDMM, greedy).
-    momentum  Field3D or None: LDDMM's initial momentum m0 on the fixed grid.
-    energy    total energy per iteration (all scales in order); energy_terms
-              holds its parts ('image', 'reg') per iteration; scale_of_iter
-              the scale factor of each iteration.
+    Attributes:
+        method (str): the method that ran ('lddmm', 'greedy' or 'elastic').
+        deformed (Image3D): the moving image deformed onto the fixed grid
+            (``ApplyH(deformed, moving, h)``).
+        h (Field3D): the H-field (voxel coordinates of the moving image for
+            each fixed voxel) -- the "deformation" of the outputs.
+        energy (list of float): total energy per iteration (all scales in order).
+        energy_terms (dict of str to list of float): its parts ('image', 'reg')
+            per iteration.
+        hinv (Field3D or None): the inverse of ``h`` where the method has it
+            (LDDMM, greedy).
+        momentum (Field3D or None): LDDMM's initial momentum m0 on the fixed grid.
+        velocity (Field3D or None): LDDMM's initial velocity v0 = K m0 (a
+            V-field on the fixed grid, physical units).
+        scale_of_iter (list of int): the scale factor of each iteration.
+        iterations (int): the number of iterations run.
+        seconds (float): wall-clock time of the registration.
+        device (str): where it ran, 'cpu' or 'gpu'.
+        config (dict): the merged configuration it ran with.
     """
     method: str
     deformed: Any
@@ -353,10 +504,12 @@ class RegistrationResult:
 
     @property
     def seconds_per_iter(self):
+        """float: seconds per iteration (0.0 without iterations)."""
         return self.seconds / self.iterations if self.iterations else 0.0
 
 
 class Timer:
+    """Wall-clock timer: ``t = Timer()`` starts it, ``t()`` returns the seconds since."""
     def __init__(self):
         self.t0 = time.perf_counter()
 
