@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import PyCA.Common as common
 import PyCA.Core as ca
 import PyCA.Numpy as pn
 import numpy_ref as ref
@@ -118,20 +119,19 @@ def test_numpy_gradient(shape):
     sp = (0.7, 1.3, 2.1)[:len(shape)]
     want = np.gradient(a, *sp, edge_order=1) if all(s > 1 for s in shape) else None
     got = pn.Grad(a, ca.DIFF_CENTRAL, ca.BC_APPROX, sp)
-    assert len(got) == len(shape)
+    assert got.shape == shape + (len(shape),)
     for d in range(len(shape)):
         if shape[d] == 1:
-            assert not got[d].any()
+            assert not got[..., d].any()
             continue
         w = np.gradient(a, sp[d], axis=d, edge_order=1)
-        assert np.allclose(got[d], w, rtol=1e-13, atol=1e-13), d
+        assert np.allclose(got[..., d], w, rtol=1e-13, atol=1e-13), d
         inner = tuple(slice(1, -1) if e == d else slice(None) for e in range(len(shape)))
         for bc in (ca.BC_CLAMP, ca.BC_WRAP):
             assert np.allclose(pn.FiniteDiff(a, d, ca.DIFF_CENTRAL, bc, sp[d])[inner], w[inner],
                                rtol=1e-13, atol=1e-13)
     if want is not None:
-        for g, w in zip(got, want):
-            assert np.allclose(g, w, rtol=1e-13, atol=1e-13)
+        assert np.allclose(got, np.stack(want, axis=-1), rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.parametrize("shape", [(9, 8, 7), (10, 6, 1)])
@@ -145,7 +145,8 @@ def test_agrees_with_numpy_ref(shape):
     for diff, bc in itertools.product(DIFFS, BCS):
         got = pn.Grad(a, diff, bc, sp)
         want = ref.gradient(a, diff, bc, sp)
-        assert all(np.allclose(g, w, atol=1e-13) for g, w in zip(got, want))
+        assert got.shape == shape + (3,)
+        assert np.allclose(got, np.moveaxis(want, 0, -1), atol=1e-13)
 
 
 def test_enum_forms():
@@ -175,12 +176,16 @@ def test_enum_forms():
 
 def test_grad_shapes_and_spacing():
     a = np.random.default_rng(2).normal(size=(7, 6, 5))
-    gx, gy, gz = pn.Grad(a, sp=(0.5, 2.0, 4.0))
+    g = pn.Grad(a, sp=(0.5, 2.0, 4.0))
+    assert g.shape == (7, 6, 5, 3)
+    gx, gy, gz = g[..., 0], g[..., 1], g[..., 2]
     assert np.allclose(gx, ref.fdiff(a, 0, sp=0.5)) and np.allclose(gz, ref.fdiff(a, 2, sp=4.0))
     assert np.allclose(gy, ref.fdiff(a, 1, sp=2.0))
-    assert len(pn.Grad(a[:, :, 0])) == 2
+    assert pn.Grad(a[:, :, 0]).shape == (7, 6, 2)
+    assert pn.Grad(a[:, :, :1]).shape == (7, 6, 1, 3) and not pn.Grad(a[:, :, :1])[..., 2].any()
     g = pn.Grad(a, sp=2.0)
-    assert all(np.allclose(x, ref.fdiff(a, d, sp=2.0)) for d, x in enumerate(g))
+    assert all(np.allclose(g[..., d], ref.fdiff(a, d, sp=2.0)) for d in range(3))
+    assert np.allclose(pn.Grad(a, sp=ca.Vec3Df(0.5, 2.0, 4.0)), pn.Grad(a, sp=[0.5, 2.0, 4.0]))
 
 
 # ---------------------------------------------------------------------------
@@ -193,7 +198,7 @@ def test_mask_hand_values(key, dim):
     a, m = _along(F, dim), _along(MASK, dim)
     got = pn.FiniteDiffMask(a, m, dim, DIFFS[diff], BCS[bc], SP)
     assert np.allclose(got, _along(np.array(HAND_MASK[key]), dim), atol=1e-12), got
-    assert np.array_equal(pn.GradMask(a, m, DIFFS[diff], BCS[bc], SP)[dim], got)
+    assert np.array_equal(pn.GradMask(a, m, DIFFS[diff], BCS[bc], SP)[..., dim], got)
 
 
 def test_mask_all_inside_is_unmasked():
@@ -235,33 +240,275 @@ def test_jacdet_affine():
     shape = (9, 8, 7)
     I = ref.identity(shape)
     A = np.array([[1.2, 0.3, -0.1], [0.05, 0.9, 0.2], [-0.3, 0.1, 1.1]])
-    h = np.einsum("ij,j...->i...", A, I) + np.array([2.0, -1.0, 0.5]).reshape(3, 1, 1, 1)
+    h = np.einsum("ij,j...->...i", A, I) + np.array([2.0, -1.0, 0.5])  # (X, Y, Z, 3)
     # BC_APPROX (default): exact everywhere for an affine map
     assert np.allclose(pn.JacDet(h), np.linalg.det(A), atol=1e-12)
-    assert np.allclose(pn.JacDet(list(h)), np.linalg.det(A), atol=1e-12)
     # other boundary conditions: exact in the interior
     for bc in ("CLAMP", "WRAP"):
         assert np.allclose(pn.JacDet(h, bc=bc)[1:-1, 1:-1, 1:-1], np.linalg.det(A), atol=1e-12)
-    # 2-D: two components, or a single z plane, give the 2x2 determinant
-    h2 = h[:2, :, :, :1]
-    assert np.allclose(pn.JacDet(h2), np.linalg.det(A[:2, :2]), atol=1e-12)
-    h3 = np.concatenate([h2, np.zeros_like(h2[:1])])
-    assert np.allclose(pn.JacDet(h3), np.linalg.det(A[:2, :2]), atol=1e-12)
-    assert np.allclose(pn.JacDet(h2[:, :, :, 0]), np.linalg.det(A[:2, :2]), atol=1e-12)
+    # 2-D: (X, Y, 2) or (X, Y, 3), or a single z plane, give the 2x2 determinant
+    h2 = h[:, :, 0, :2]
+    d2 = np.linalg.det(A[:2, :2])
+    assert pn.JacDet(h2).shape == (9, 8)
+    assert np.allclose(pn.JacDet(h2), d2, atol=1e-12)
+    assert np.allclose(pn.JacDet(h[:, :, 0, :]), d2, atol=1e-12)
+    assert pn.JacDet(h[:, :, :1, :]).shape == (9, 8, 1)
+    assert np.allclose(pn.JacDet(h[:, :, :1, :]), d2, atol=1e-12)
+    assert np.allclose(pn.JacDet(h[:, :, :1, :2]), d2, atol=1e-12)
 
 
 def test_jacdet_identity_and_reference():
     shape = (8, 9, 10)
-    I = ref.identity(shape)
+    I = np.moveaxis(ref.identity(shape), 0, -1)
     assert np.allclose(pn.JacDet(I), 1.0)
     # with a physical spacing the identity's voxel coordinates give 1/voxel volume
     assert np.allclose(pn.JacDet(I, sp=(0.5, 2.0, 4.0)), 1.0 / 4.0)
+    assert np.allclose(pn.JacDet(I[:, :, 0, :2], sp=(0.5, 4.0, 3.0)), 1.0 / 2.0)
     rng = np.random.default_rng(6)
     h = I + rng.normal(scale=0.2, size=I.shape)
     for diff, bc in itertools.product(DIFFS, BCS):
-        want = ref.det3(ref.jacobian(h, diff, bc))
+        want = ref.det3(ref.jacobian(np.moveaxis(h, -1, 0), diff, bc))
         assert np.allclose(pn.JacDet(h, diff, bc), want, atol=1e-12), (diff, bc)
-    with pytest.raises(ValueError):
-        pn.JacDet([I[0]])
-    with pytest.raises(ValueError):
-        pn.JacDet([I[0], I[1][:-1]])
+    # the components are on the last axis: a list of component arrays (the
+    # old first-axis form) is refused instead of being misread
+    with pytest.raises(TypeError, match="last axis"):
+        pn.JacDet([I[..., 0], I[..., 1]])
+    for bad in (I[..., :1], I[:, :, 0, 0], np.zeros((4, 4, 4, 2)), np.zeros((2, 3, 4, 5, 3))):
+        with pytest.raises(ValueError):
+            pn.JacDet(bad)
+
+
+# ---------------------------------------------------------------------------
+# legacy layouts and the legacy unit-test patterns (issue 17, item 1): the
+# legacy formulas of spec 2.2 written out voxel by voxel here (independent of
+# PyCA.Numpy and numpy_ref), anisotropic spacing, 2-D and 3-D, every scheme
+# and boundary condition; PyCA.Core compared with PyCA.Numpy as the legacy
+# unit tests did (AsNPCopy, squeeze to 2-D, the first two components).
+
+LEG_SP = (0.5, 1.75, 3.0)  # anisotropic
+
+
+def _legacy_1d(f, diff, bc, sp):
+    """The legacy difference of the 1-D profile f (a Python loop)."""
+    n = len(f)
+    out = np.zeros(n)
+    if n == 1:
+        return out
+
+    def at(j):
+        return f[j % n] if bc == "WRAP" else f[min(max(j, 0), n - 1)]
+    for i in range(n):
+        if diff == "FORWARD":
+            out[i] = (at(i + 1) - f[i]) / sp
+        elif diff == "BACKWARD":
+            out[i] = (f[i] - at(i - 1)) / sp
+        elif bc == "APPROX" and i == 0:
+            out[i] = (f[1] - f[0]) / sp
+        elif bc == "APPROX" and i == n - 1:
+            out[i] = (f[n - 1] - f[n - 2]) / sp
+        else:
+            out[i] = (at(i + 1) - at(i - 1)) / (2.0 * sp)
+    return out
+
+
+def _legacy_mask_1d(f, m, diff, bc, sp):
+    """The masked legacy difference of profile f with mask m: a neighbour
+    outside the mask (or beyond the edge) counts as the centre value; with
+    BC_APPROX a central difference is one-sided where one is missing."""
+    n = len(f)
+    out = np.zeros(n)
+    for i in range(n):
+        if m[i] == 0:
+            continue
+        up = i + 1 < n and m[i + 1] != 0
+        dn = i >= 1 and m[i - 1] != 0
+        fu = f[i + 1] if up else f[i]
+        fd = f[i - 1] if dn else f[i]
+        if diff == "FORWARD":
+            out[i] = (fu - f[i]) / sp
+        elif diff == "BACKWARD":
+            out[i] = (f[i] - fd) / sp
+        elif bc == "APPROX" and not (up and dn):
+            out[i] = (fu - f[i]) / sp if up else ((f[i] - fd) / sp if dn else 0.0)
+        else:
+            out[i] = (fu - fd) / (2.0 * sp)
+    return out
+
+
+def _legacy_along(a, d, fn):
+    """fn applied to every 1-D profile of a along axis d."""
+    a = np.moveaxis(np.asarray(a, np.float64), d, -1)
+    out = np.zeros_like(a)
+    for idx in np.ndindex(a.shape[:-1]):
+        out[idx] = fn(a[idx])
+    return np.moveaxis(out, -1, d)
+
+
+def _legacy_grad(a, diff, bc, sp):
+    return np.stack([_legacy_along(a, d, lambda f: _legacy_1d(f, diff, bc, sp[d]))
+                     for d in range(a.ndim)], axis=-1)
+
+
+def _legacy_grad_mask(a, m, diff, bc, sp):
+    am = np.stack([a, m], axis=-1)
+    outs = []
+    for d in range(a.ndim):
+        prof = np.moveaxis(am, d, -2)
+        out = np.zeros(prof.shape[:-1])
+        for idx in np.ndindex(prof.shape[:-2]):
+            out[idx] = _legacy_mask_1d(prof[idx][:, 0], prof[idx][:, 1], diff, bc, sp[d])
+        outs.append(np.moveaxis(out, -1, d))
+    return np.stack(outs, axis=-1)
+
+
+def _legacy_jacdet(h, diff, bc, sp):
+    """det of d h_r / d x_c (divided by the spacing), components on h's last
+    axis; 2x2 for a 2-D field (or one z plane), else 3x3."""
+    spatial = h.shape[:-1]
+    flat = len(spatial) == 2 or spatial[2] == 1
+    n = 2 if flat else 3
+    J = np.empty(spatial + (n, n))
+    for r in range(n):
+        g = _legacy_grad(h[..., r], diff, bc, sp)
+        J[..., r, :] = g[..., :n]
+    return np.linalg.det(J)
+
+
+def _core_grid(shape, sp=LEG_SP):
+    size = tuple(shape) + (1,) * (3 - len(shape))
+    return ca.GridInfo(ca.Vec3Di(*size), ca.Vec3Df(*sp), ca.Vec3Df(0.0, 0.0, 0.0))
+
+
+LEG_CASES = [(d, b) for d in DIFFS for b in BCS]
+
+
+@pytest.mark.parametrize("diff,bc", LEG_CASES, ids=["%s-%s" % c for c in LEG_CASES])
+@pytest.mark.parametrize("shape", [(7, 6), (6, 5, 4)], ids=["2d", "3d"])
+def test_legacy_layout_finite_diff_and_grad(shape, diff, bc):
+    rng = np.random.default_rng(21)
+    a = rng.normal(size=shape)
+    sp = LEG_SP[:len(shape)]
+    want = _legacy_grad(a, diff, bc, sp)
+    for d in range(len(shape)):
+        got = pn.FiniteDiff(a, d, DIFFS[diff], BCS[bc], sp[d])  # the legacy: a scalar spacing
+        assert got.shape == shape
+        assert np.allclose(got, want[..., d], rtol=1e-13, atol=1e-13), d
+    g = pn.Grad(a, DIFFS[diff], BCS[bc], sp)
+    assert g.shape == shape + (len(shape),)  # (X, Y, 2) / (X, Y, Z, 3)
+    assert np.allclose(g, want, rtol=1e-13, atol=1e-13)
+    assert np.allclose(pn.Grad(a, DIFFS[diff], BCS[bc], ca.Vec3Df(*LEG_SP)), want, atol=1e-13)
+
+
+@pytest.mark.parametrize("diff,bc", LEG_CASES, ids=["%s-%s" % c for c in LEG_CASES])
+@pytest.mark.parametrize("shape", [(7, 6), (6, 5, 4)], ids=["2d", "3d"])
+def test_legacy_core_gradient(shape, diff, bc):
+    """ca.Gradient against PyCA.Numpy.Grad as the legacy test compared them."""
+    rng = np.random.default_rng(22)
+    a = rng.normal(size=shape).astype(np.float32)
+    g = _core_grid(shape)
+    hIm = common.ImFromNPArr(a, sp=g.spacing())
+    hG = ca.Field3D(g, ca.MEM_HOST)
+    ca.Gradient(hG, hIm, DIFFS[diff], BCS[bc])
+    imArr = common.AsNPCopy(hIm)
+    gArr = common.AsNPCopy(hG)  # (X, Y, Z, 3)
+    if len(shape) == 2:
+        npG = pn.Grad(np.squeeze(imArr), DIFFS[diff], BCS[bc], LEG_SP)
+        assert npG.shape == shape + (2,)
+        diffArr = npG - np.squeeze(gArr)[:, :, 0:2]
+    else:
+        npG = pn.Grad(imArr, DIFFS[diff], BCS[bc], LEG_SP)
+        diffArr = npG - gArr
+    assert np.max(np.abs(diffArr)) < 1e-5 * max(1.0, np.max(np.abs(npG)))
+    # and both are the legacy formula
+    assert np.allclose(gArr[..., :len(shape)].reshape(npG.shape), _legacy_grad(a, diff, bc, LEG_SP[:len(shape)]),
+                       rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("diff,bc", [c for c in LEG_CASES if c[1] != "WRAP"],
+                         ids=["%s-%s" % c for c in LEG_CASES if c[1] != "WRAP"])
+@pytest.mark.parametrize("shape", [(7, 6), (6, 5, 4)], ids=["2d", "3d"])
+def test_legacy_mask_and_core_gradient_mask(shape, diff, bc):
+    rng = np.random.default_rng(23)
+    a = rng.normal(size=shape)
+    m = (rng.uniform(size=shape) > 0.3).astype(np.float64)
+    sp = LEG_SP[:len(shape)]
+    want = _legacy_grad_mask(a, m, diff, bc, sp)
+    got = pn.GradMask(a, m, DIFFS[diff], BCS[bc], sp)
+    assert got.shape == shape + (len(shape),)
+    assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
+    for d in range(len(shape)):
+        assert np.allclose(pn.FiniteDiffMask(a, m, d, DIFFS[diff], BCS[bc], sp[d]), want[..., d], atol=1e-13)
+    g = _core_grid(shape)
+    hIm = common.ImFromNPArr(a, sp=g.spacing())
+    hMask = common.ImFromNPArr(m, sp=g.spacing())
+    hG = ca.Field3D(g, ca.MEM_HOST)
+    ca.GradientMask(hG, hIm, hMask, DIFFS[diff], BCS[bc])
+    gArr = common.AsNPCopy(hG)
+    imArr = common.AsNPCopy(hIm)  # (X, Y, 1) in 2-D
+    if len(shape) == 2:
+        # the legacy pattern: the (X, Y, 1) image array with the 2-D mask
+        for d in range(2):
+            fd = pn.FiniteDiffMask(imArr, m, d, DIFFS[diff], BCS[bc], sp[d])
+            assert fd.shape == imArr.shape
+            assert np.allclose(fd[:, :, 0], want[..., d], rtol=1e-5, atol=1e-5)
+            assert np.allclose(np.squeeze(gArr)[:, :, d], fd[:, :, 0], rtol=1e-5, atol=1e-5)
+        npG = pn.GradMask(imArr, m, DIFFS[diff], BCS[bc], LEG_SP)
+        assert npG.shape == shape + (1, 3) and not npG[..., 2].any()
+        assert np.allclose(npG, gArr, rtol=1e-5, atol=1e-5)
+        # and the reverse: an (X, Y, 1) mask for a 2-D array
+        assert np.allclose(pn.GradMask(a, m[:, :, None], DIFFS[diff], BCS[bc], sp), want, atol=1e-13)
+    else:
+        assert np.allclose(pn.GradMask(imArr, m, DIFFS[diff], BCS[bc], LEG_SP), gArr, rtol=1e-5, atol=1e-5)
+
+
+def test_mask_shape_mismatch():
+    a = np.zeros((5, 4, 1))
+    for bad in (np.zeros((4, 5)), np.zeros((5, 4, 2)), np.zeros(5), np.zeros((5, 4, 1, 1, 2))):
+        with pytest.raises(ValueError, match="mask shape"):
+            pn.FiniteDiffMask(a, bad, 0)
+    assert pn.FiniteDiffMask(a, np.ones((5, 4, 1, 1)), 0).shape == a.shape
+
+
+def _smooth_hfield(shape, sp, seed):
+    """An H-field (voxel coordinates, components last) near the identity."""
+    rng = np.random.default_rng(seed)
+    I = np.moveaxis(ref.identity(shape + (1,) * (3 - len(shape))), 0, -1)
+    x = [np.arange(n) for n in I.shape[:3]]
+    X = np.meshgrid(*x, indexing="ij")
+    bump = np.sin(2 * np.pi * X[0] / I.shape[0]) * np.cos(2 * np.pi * X[1] / I.shape[1])
+    h = I.copy()
+    for c in range(3):
+        if I.shape[c] > 1:
+            h[..., c] += rng.uniform(0.2, 0.6) * bump + rng.normal(scale=0.05, size=bump.shape)
+    return h
+
+
+@pytest.mark.parametrize("diff,bc", LEG_CASES, ids=["%s-%s" % c for c in LEG_CASES])
+@pytest.mark.parametrize("shape", [(8, 7), (7, 6, 5)], ids=["2d", "3d"])
+def test_legacy_jacdet_and_core_jacdeth(shape, diff, bc):
+    """JacDet reads the components from the last axis and divides the
+    derivatives by the spacing (legacy definition); ca.JacDetH against it,
+    compared the legacy way (AsNPCopy of the field, squeezed in 2-D)."""
+    h = _smooth_hfield(shape, LEG_SP, 24)  # (X, Y, Z, 3) with Z = 1 in 2-D
+    want = _legacy_jacdet(h[:, :, 0, :] if len(shape) == 2 else h, diff, bc, LEG_SP)
+    if len(shape) == 2:
+        got = pn.JacDet(h[:, :, 0, :2], DIFFS[diff], BCS[bc], LEG_SP)  # (X, Y, 2)
+        assert got.shape == shape
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    got = pn.JacDet(h, DIFFS[diff], BCS[bc], LEG_SP)
+    assert got.shape == h.shape[:3]
+    assert np.allclose(got.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
+    g = _core_grid(shape)
+    hF = common.FieldFromNPArr(h, sp=g.spacing())
+    jd = ca.Image3D(g, ca.MEM_HOST)
+    ca.JacDetH(jd, hF, DIFFS[diff], BCS[bc])
+    hArr = common.AsNPCopy(hF)
+    jdArr = common.AsNPCopy(jd)
+    if len(shape) == 2:
+        npJd = pn.JacDet(np.squeeze(hArr), DIFFS[diff], BCS[bc], LEG_SP)
+        core = np.squeeze(jdArr)
+    else:
+        npJd = pn.JacDet(hArr, DIFFS[diff], BCS[bc], LEG_SP)
+        core = jdArr
+    # JacDetH divides by the spacing (legacy): 1 / voxel volume for the identity
+    assert np.allclose(core, npJd, rtol=1e-4, atol=1e-4 * np.max(np.abs(npJd)))

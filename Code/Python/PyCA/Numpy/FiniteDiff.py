@@ -3,7 +3,16 @@
 
 Arrays are indexed ``arr[x, y]`` or ``arr[x, y, z]`` (as ``Image3D.asnp()``);
 a 2-D array is a grid with one z plane, and along an axis of extent 1 every
-difference is 0. Results are float64 arrays of the input's shape.
+difference is 0. Results are float64. The layouts are the legacy's:
+``FiniteDiff`` and ``FiniteDiffMask`` return an array of the input's shape;
+``Grad`` and ``GradMask`` return ONE array with the components on the LAST
+axis, (X, Y, 2) for a 2-D image and (X, Y, Z, 3) for a 3-D one; ``JacDet``
+reads the field's components from the last axis ((X, Y, 2|3) or
+(X, Y, Z, 3), as ``Grad`` returns and ``PyCA.Common.AsNPCopy`` of a Field3D
+gives). Spacing: every difference along axis d is divided by the spacing of
+axis d (``sp``: one number for all axes, or one per axis, e.g. a Vec3Df),
+so ``Grad`` matches ``Gradient`` and ``JacDet`` matches ``JacDetH`` of a
+Field3D on that grid.
 
 Schemes (``diffType``) and boundary conditions (``bc``), spec 2.2:
 
@@ -102,9 +111,21 @@ def _neighbours(a, d, bc):
 
 
 def FiniteDiff(arr, dim, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
-    """Difference of arr along dim (DIM_X, DIM_Y, DIM_Z) with the scheme
-    diffType and the boundary condition bc; sp is the spacing along dim (a
-    number) or the per-axis spacing (a sequence)."""
+    """Difference of arr along dim with the scheme diffType and the boundary
+    condition bc, divided by the spacing.
+
+    Args:
+        arr: the image, indexed [x, y] or [x, y, z] (a 2-D array is one z
+            plane: its DIM_Z difference is 0).
+        dim: DIM_X, DIM_Y or DIM_Z (or a name).
+        diffType: DIFF_FORWARD, DIFF_BACKWARD or DIFF_CENTRAL (or a name).
+        bc: BC_APPROX, BC_WRAP or BC_CLAMP (or a name).
+        sp: the spacing along dim (a number, as the legacy), or the per-axis
+            spacing (a sequence or a Vec3Df), of which dim's is used.
+
+    Returns:
+        numpy.ndarray: float64, arr's shape.
+    """
     a = _array(arr)
     d, diff, b = _dim(dim), _diff(diffType), _bc(bc)
     s = _spacing(sp, 3)[d] if np.ndim(sp) > 0 or hasattr(sp, "tolist") else float(sp)
@@ -125,35 +146,77 @@ def FiniteDiff(arr, dim, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
     return r
 
 
+def _stack_last(parts):
+    """The components stacked on a new last axis (the legacy layout)."""
+    return np.stack(parts, axis=-1)
+
+
 def Grad(arr, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
-    """The gradient of arr: a tuple of one difference per axis of arr (two
-    for a 2-D array, three for a 3-D one); sp a number or per-axis values."""
+    """The gradient of arr as ONE array with the components on the last axis
+    (legacy layout): (X, Y, 2) for a 2-D (X, Y) array, (X, Y, Z, 3) for a
+    3-D one (an (X, Y, 1) array gives (X, Y, 1, 3) with a zero z component,
+    as ``Gradient`` of a 2-D image). Component d is ``FiniteDiff`` along
+    axis d divided by the spacing of axis d.
+
+    Args:
+        arr: the image, indexed [x, y] or [x, y, z].
+        diffType: DIFF_FORWARD, DIFF_BACKWARD or DIFF_CENTRAL (or a name).
+        bc: BC_APPROX, BC_WRAP or BC_CLAMP (or a name).
+        sp: the spacing: one number for every axis, or one per axis
+            (a sequence or a Vec3Df).
+
+    Returns:
+        numpy.ndarray: float64, shape ``arr.shape + (arr.ndim,)``.
+    """
     a = _array(arr)
     s = _spacing(sp, a.ndim)
-    return tuple(FiniteDiff(a, d, diffType, bc, s[d]) for d in range(a.ndim))
+    return _stack_last([FiniteDiff(a, d, diffType, bc, s[d]) for d in range(a.ndim)])
 
 
-def _components(h):
-    comps = [np.asarray(c, dtype=np.float64) for c in h]
-    if len(comps) not in (2, 3):
-        raise ValueError("expected 2 or 3 components, got %d" % len(comps))
-    if any(c.shape != comps[0].shape for c in comps):
-        raise ValueError("components of different shapes")
-    return comps
+def _field(h):
+    """(components, spatial ndim) of a field array with the components on
+    its last axis: (X, Y, 2|3) is 2-D; (X, Y, Z, 2|3) is 3-D."""
+    if isinstance(h, (list, tuple)) and h and all(isinstance(c, np.ndarray) for c in h):
+        raise TypeError("JacDet expects one array with the components on the last axis "
+                        "(legacy layout), e.g. numpy.stack(components, axis=-1)")
+    a = np.asarray(h, dtype=np.float64)
+    if a.ndim not in (3, 4) or a.shape[-1] not in (2, 3):
+        raise ValueError("JacDet expects an (X, Y, 2|3) or (X, Y, Z, 2|3) array (components on "
+                         "the last axis), got shape %s" % (a.shape,))
+    flat = a.ndim == 3 or a.shape[2] == 1
+    if not flat and a.shape[-1] != 3:
+        raise ValueError("a 3-D field (Z > 1) needs 3 components, got shape %s" % (a.shape,))
+    return a, flat
 
 
 def JacDet(h, diffType=DIFF_CENTRAL, bc=BC_APPROX, sp=1.0):
-    """Determinant of the Jacobian of the field h (a sequence of 2 or 3
-    component arrays, or an array whose first axis holds them): the 2x2
-    determinant of the x, y parts for 2 components or a single z plane (as
-    JacDetH with sz == 1), else the 3x3 one. With sp = 1 (default) the
-    derivatives are in voxel units, as JacDetH of an H-field."""
-    comps = _components(h)
-    shape = comps[0].shape
-    flat = len(comps) == 2 or len(shape) < 3 or shape[2] == 1
+    """Determinant of the Jacobian of the field h, whose components are on
+    the LAST axis (legacy layout, as ``Grad`` returns and ``AsNPCopy`` of a
+    Field3D gives): (X, Y, 2) or (X, Y, 3) is a 2-D field and gives the 2x2
+    determinant of the x, y parts, shape (X, Y); (X, Y, Z, 3) gives the 3x3
+    one, shape (X, Y, Z) (the 2x2 one when Z == 1, as ``JacDetH`` with
+    sz == 1). Derivative d F_r / d x_c is ``FiniteDiff`` of component r
+    along axis c divided by the spacing of axis c, as ``JacDetH``: the
+    identity H-field gives 1 / voxel volume (1 with the default sp = 1).
+
+    Args:
+        h: the field, (X, Y, 2|3) or (X, Y, Z, 3) (or (X, Y, 1, 2)).
+        diffType: DIFF_FORWARD, DIFF_BACKWARD or DIFF_CENTRAL (or a name).
+        bc: BC_APPROX (default, as JacDetH), BC_WRAP or BC_CLAMP (or a name).
+        sp: the spacing: one number for every axis, or one per axis
+            (a sequence or a Vec3Df).
+
+    Returns:
+        numpy.ndarray: float64, the spatial shape of h.
+
+    Raises:
+        TypeError: for a list of component arrays (the layout is one array).
+        ValueError: for any other shape.
+    """
+    a, flat = _field(h)
     n = 2 if flat else 3
     s = _spacing(sp, 3)
-    J = [[FiniteDiff(comps[r], c, diffType, bc, s[c]) for c in range(n)] for r in range(n)]
+    J = [[FiniteDiff(a[..., r], c, diffType, bc, s[c]) for c in range(n)] for r in range(n)]
     if n == 2:
         return J[0][0] * J[1][1] - J[0][1] * J[1][0]
     return (J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1])
@@ -161,15 +224,45 @@ def JacDet(h, diffType=DIFF_CENTRAL, bc=BC_APPROX, sp=1.0):
             + J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]))
 
 
+def _mask_for(mask, a):
+    """The mask as a boolean array of a's shape. As the legacy, a mask may
+    differ from the array by trailing axes of extent 1 (a 2-D (X, Y) mask
+    for an (X, Y, 1) array, or the reverse)."""
+    m = np.asarray(mask)
+
+    def core_shape(shape):
+        shape = list(shape)
+        while shape and shape[-1] == 1:
+            shape.pop()
+        return tuple(shape)
+
+    if m.shape != a.shape:
+        if core_shape(m.shape) != core_shape(a.shape):
+            raise ValueError("mask shape %s differs from the array's %s" % (m.shape, a.shape))
+        m = m.reshape(a.shape)
+    return m != 0
+
+
 def FiniteDiffMask(arr, mask, dim, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
     """Difference of arr along dim inside mask (mask != 0), GradientMask's
     rule: neighbours outside the mask are replaced by the centre value; 0
-    where the centre is outside the mask. BC_WRAP raises ValueError."""
+    where the centre is outside the mask.
+
+    Args:
+        arr: the image, indexed [x, y] or [x, y, z].
+        mask: the mask, of arr's shape up to trailing axes of extent 1
+            (a 2-D mask for an (X, Y, 1) array, as the legacy accepted).
+        dim: DIM_X, DIM_Y or DIM_Z (or a name).
+        diffType: DIFF_FORWARD, DIFF_BACKWARD or DIFF_CENTRAL (or a name).
+        bc: BC_APPROX or BC_CLAMP (or a name); BC_WRAP raises ValueError.
+        sp: the spacing along dim (a number), or one per axis (a sequence
+            or a Vec3Df).
+
+    Returns:
+        numpy.ndarray: float64, arr's shape.
+    """
     a = _array(arr)
-    m = np.asarray(mask)
-    if m.shape != a.shape:
-        raise ValueError("mask shape %s differs from the array's %s" % (m.shape, a.shape))
-    inside = m != 0
+    inside = _mask_for(mask, a)
     d, diff, b = _dim(dim), _diff(diffType), _bc(bc)
     if b == BC_WRAP:
         raise ValueError("BC_WRAP boundary condition unimplemented for masked gradient")
@@ -199,7 +292,20 @@ def FiniteDiffMask(arr, mask, dim, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
 
 
 def GradMask(arr, mask, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
-    """The masked gradient (one FiniteDiffMask per axis of arr)."""
+    """The masked gradient: one ``FiniteDiffMask`` per axis of arr, stacked
+    on the last axis as ``Grad`` ((X, Y, 2) for a 2-D array, (X, Y, Z, 3)
+    for a 3-D one).
+
+    Args:
+        arr: the image, indexed [x, y] or [x, y, z].
+        mask: the mask (see FiniteDiffMask).
+        diffType: DIFF_FORWARD, DIFF_BACKWARD or DIFF_CENTRAL (or a name).
+        bc: BC_APPROX or BC_CLAMP (or a name); BC_WRAP raises ValueError.
+        sp: the spacing: one number for every axis, or one per axis.
+
+    Returns:
+        numpy.ndarray: float64, shape ``arr.shape + (arr.ndim,)``.
+    """
     a = _array(arr)
     s = _spacing(sp, a.ndim)
-    return tuple(FiniteDiffMask(a, mask, d, diffType, bc, s[d]) for d in range(a.ndim))
+    return _stack_last([FiniteDiffMask(a, mask, d, diffType, bc, s[d]) for d in range(a.ndim)])
