@@ -84,6 +84,16 @@ def elastic_register(fixed, moving, config=None, quiet=False, mask=None, **param
 
     Raises TypeError for inputs that are not Image3Ds, ValueError for images
     (or a mask) on different grids, ConfigError for unknown or bad parameters.
+
+    Args:
+        fixed (Image3D): the fixed (reference) image; any memory type, 2-D (size z == 1) or 3-D.
+        moving (Image3D): the moving image, on the fixed image's grid.
+        config (dict or str, optional): parameters as a dict or the path of a YAML file; default
+            None (``DEFAULTS``).
+        quiet (bool): no progress bar; default False.
+        mask (Image3D, optional): weights of the image term on the fixed grid (0 = ignore the
+            voxel); default None.
+        **params: keyword overrides of any ``DEFAULTS`` key (applied after ``config``).
     """
     who = 'elastic_register'
     check_pair(fixed, moving, who)

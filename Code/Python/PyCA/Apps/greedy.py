@@ -76,7 +76,21 @@ def per_scale(cfg, key, facs, given, default=None):
     a list as long as the given ``scales`` is used as is (when factor 1 was
     added to them, the last value is repeated for it); the unchanged
     ``default`` list is fitted to the number of levels (its finest values
-    kept, the coarsest repeated)."""
+    kept, the coarsest repeated).
+
+    Args:
+        cfg (dict): the merged configuration.
+        key (str): the per-scale parameter (e.g. 'iters').
+        facs (list of int): the scale factors of the levels, coarse to fine (factor 1 included).
+        given (list of int): the ``scales`` the user gave (before factor 1 was added).
+        default (list, optional): the parameter's value in ``DEFAULTS``; default None.
+
+    Returns:
+        list: one value per level of ``facs``.
+
+    Raises:
+        ConfigError: a list whose length fits neither rule.
+    """
     vals = cfg[key]
     if not isinstance(vals, (list, tuple)):
         vals = [vals]
@@ -96,7 +110,15 @@ def per_scale(cfg, key, facs, given, default=None):
 
 def own_copy(im, mType):
     """``im`` if it lives exactly in ``mType`` memory, else a copy there (pinned
-    host images are copied, so that all operands share one memory type)."""
+    host images are copied, so that all operands share one memory type).
+
+    Args:
+        im (Image3D or Field3D): the object.
+        mType (MemoryType): the memory type, MEM_HOST or MEM_DEVICE.
+
+    Returns:
+        Image3D or Field3D: ``im`` or its copy.
+    """
     if im.memType() == mType:
         return im
     out = ca.Image3D(im.grid(), mType)
@@ -106,7 +128,15 @@ def own_copy(im, mType):
 
 def max_voxel_disp(v, spacing):
     """Largest component of the V-field ``v`` in voxels (the smallest spacing
-    is used for every axis: conservative for anisotropic grids)."""
+    is used for every axis: conservative for anisotropic grids).
+
+    Args:
+        v (Field3D): a V-field (displacement, physical units).
+        spacing (Vec3Df): the grid spacing.
+
+    Returns:
+        float: the largest displacement component, in voxels.
+    """
     return ca.LInf(v) / min(spacing.x, spacing.y, spacing.z)
 
 
@@ -139,6 +169,18 @@ def greedy_register(fixed, moving, config=None, quiet=False, init_h=None, init_h
 
     Raises TypeError for inputs that are not Image3Ds, ValueError for images
     on different grids, ConfigError for unknown or bad parameters.
+
+    Args:
+        fixed (Image3D): the fixed (reference) image; any memory type, 2-D (size z == 1) or 3-D.
+        moving (Image3D): the moving image, on the fixed image's grid.
+        config (dict or str, optional): parameters as a dict or the path of a YAML file; default
+            None (``DEFAULTS``).
+        quiet (bool): no progress bar; default False.
+        init_h (Field3D, optional): warm start: the H-field to start from, on the fixed grid (voxel
+            coordinates of the moving image); default None = identity.
+        init_hinv (Field3D, optional): the inverse of ``init_h`` (H-field on the moving grid);
+            default None.
+        **params: keyword overrides of any ``DEFAULTS`` key (applied after ``config``).
     """
     who = 'greedy_register'
     check_pair(fixed, moving, who)

@@ -1,13 +1,13 @@
 """Similarity metrics: one object per metric, taken by every registration
-method (greedy, LDDMM, elastic, the atlas builder).
+method (greedy, LDDMM, elastic, the atlas builder)::
 
-    metric = make_metric('lncc', radius=2)
+    metric = make_metric('lncc', lncc_radius=2)
     metric.prepare(fixed, moving)          # per level: constants, checks
     e = metric.evaluate(fixed, deformed, force)   # energy; force filled in
 
 ``evaluate`` returns the metric's energy E (to be minimised, an integral
 over the fixed grid: sums times the voxel volume) and writes into ``force``
-(an Image3D on the same grid, any memory type)
+(an Image3D on the same grid, any memory type)::
 
     force(x) = -1/2 dE / d deformed(x) / voxelVol,
 
@@ -86,20 +86,52 @@ class Metric(object):
 
     def prepare(self, fixed, moving):
         """Per-level set-up for this fixed / moving pair (constants; checks).
-        Returns self."""
+        Returns self.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            moving (Image3D): the moving image (of the current level).
+
+        Returns:
+            the metric itself.
+
+        Raises:
+            ValueError: a constant image, for the metrics undefined on one.
+        """
         return self
 
     def evaluate(self, fixed, deformed, force):
-        """The energy, and ``force`` = -1/2 dE/d deformed / voxelVol."""
+        """The energy, and ``force`` = -1/2 dE/d deformed / voxelVol.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+            force (Image3D): output, on the fixed grid: -1/2 dE/d deformed / voxelVol.
+
+        Returns:
+            float: the energy E.
+        """
         raise NotImplementedError
 
     def energy(self, fixed, deformed):
-        """The energy alone."""
+        """The energy alone.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+
+        Returns:
+            float: the energy E.
+        """
         force = self._scratch.get(deformed.grid(), deformed.memType(), 'energy_force')
         return self.evaluate(fixed, deformed, force)
 
     def describe(self):
-        """The metric and its parameters, for summaries."""
+        """The metric and its parameters, for summaries.
+
+        Returns:
+            dict: ``{'metric': name, ...}``.
+        """
         return {'metric': self.name}
 
     def _tmp(self, like, name):
@@ -111,6 +143,16 @@ class SSD(Metric):
     name = 'ssd'
 
     def evaluate(self, fixed, deformed, force):
+        """``E = sum (fixed - deformed)^2 vol``; ``force = fixed - deformed``.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+            force (Image3D): output, on the fixed grid: -1/2 dE/d deformed / voxelVol.
+
+        Returns:
+            float: the energy E (SSD units: intensity^2 x volume).
+        """
         ca.Sub(force, fixed, deformed)
         return ca.Sum2(force) * fixed.grid().voxelVol()
 
@@ -139,11 +181,33 @@ class NCC(Metric):
     name = 'ncc'
 
     def prepare(self, fixed, moving):
+        """Checks that neither image is constant.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            moving (Image3D): the moving image (of the current level).
+
+        Returns:
+            the metric itself.
+
+        Raises:
+            ValueError: a constant image (the metric is undefined for it).
+        """
         _check_not_constant(fixed, 'ncc', 'fixed')
         _check_not_constant(moving, 'ncc', 'moving')
         return self
 
     def evaluate(self, fixed, deformed, force):
+        """The global NCC energy ``N vol (a - c^2 / b)`` and its force.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+            force (Image3D): output, on the fixed grid: -1/2 dE/d deformed / voxelVol.
+
+        Returns:
+            float: the energy E (SSD units: intensity^2 x volume).
+        """
         n = float(fixed.nVox())
         vol = fixed.grid().voxelVol()
         mI, mJ = ca.Sum(fixed) / n, ca.Sum(deformed) / n
@@ -166,7 +230,14 @@ class NCC(Metric):
 
 class LNCC(Metric):
     """Local normalised cross-correlation over boxes of ``radius`` voxels
-    (module notes)."""
+    (module notes).
+
+    Args:
+        radius (int): half-width of the boxes in voxels (a (2r+1)^d window); default 2; 1 to 2^20.
+
+    Raises:
+        ConfigError: ``radius`` is not a whole number from 1 to 2^20.
+    """
     name = 'lncc'
 
     def __init__(self, radius=2):
@@ -175,6 +246,11 @@ class LNCC(Metric):
         self._eps = None
 
     def describe(self):
+        """The metric and its parameters, for summaries.
+
+        Returns:
+            dict: ``{'metric': 'lncc', 'lncc_radius': radius}``.
+        """
         return {'metric': self.name, 'lncc_radius': self.radius}
 
     def _box(self, out, im):
@@ -184,6 +260,18 @@ class LNCC(Metric):
                      ca.BC_APPROX, self._tmp(im, 'lncc_box'))
 
     def prepare(self, fixed, moving):
+        """Checks that neither image is constant; sets the regularising epsilon of the level.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            moving (Image3D): the moving image (of the current level).
+
+        Returns:
+            the metric itself.
+
+        Raises:
+            ValueError: a constant image (the metric is undefined for it).
+        """
         _, var, _, _ = _check_not_constant(fixed, 'lncc', 'fixed')
         _check_not_constant(moving, 'lncc', 'moving')
         self._count(fixed)
@@ -201,6 +289,16 @@ class LNCC(Metric):
         return cnt
 
     def evaluate(self, fixed, deformed, force):
+        """The local NCC energy over the boxes and its force (box filters).
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+            force (Image3D): output, on the fixed grid: -1/2 dE/d deformed / voxelVol.
+
+        Returns:
+            float: the energy E (SSD units: intensity^2 x volume).
+        """
         if self._eps is None:
             self.prepare(fixed, deformed)
         self._count(fixed)
@@ -251,7 +349,14 @@ class LNCC(Metric):
 
 
 class MI(Metric):
-    """Mattes mutual information with ``bins`` bins per image (module notes)."""
+    """Mattes mutual information with ``bins`` bins per image (module notes).
+
+    Args:
+        bins (int): histogram bins per image; default 32; 2 to 4096.
+
+    Raises:
+        ConfigError: ``bins`` is not a whole number from 2 to 4096.
+    """
     name = 'mi'
 
     def __init__(self, bins=32):
@@ -260,9 +365,26 @@ class MI(Metric):
         self._mi = None
 
     def describe(self):
+        """The metric and its parameters, for summaries.
+
+        Returns:
+            dict: ``{'metric': 'mi', 'mi_bins': bins}``.
+        """
         return {'metric': self.name, 'mi_bins': self.bins}
 
     def prepare(self, fixed, moving):
+        """Sets the histogram ranges (each image's range with 2 % of room) for this pair.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            moving (Image3D): the moving image (of the current level).
+
+        Returns:
+            the metric itself.
+
+        Raises:
+            ValueError: a constant image (the metric is undefined for it).
+        """
         _, var, flo, fhi = _check_not_constant(fixed, 'mi', 'fixed')
         _, _, mlo, mhi = _check_not_constant(moving, 'mi', 'moving')
         # the deformed image's values stay within the moving image's range
@@ -276,6 +398,16 @@ class MI(Metric):
         return self
 
     def evaluate(self, fixed, deformed, force):
+        """The Mattes MI energy ``-N vol a MI`` and its force (prepares itself when the level changed).
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+            force (Image3D): output, on the fixed grid: -1/2 dE/d deformed / voxelVol.
+
+        Returns:
+            float: the energy E (SSD units: intensity^2 x volume).
+        """
         if self._mi is None or self._key != tuple(fixed.size()):
             self.prepare(fixed, deformed)
         vol = fixed.grid().voxelVol()
@@ -287,7 +419,23 @@ class MI(Metric):
 
 
 def make_metric(metric='ssd', lncc_radius=2, mi_bins=32):
-    """The Metric object for a name (``METRICS``) or a Metric itself."""
+    """The Metric object for a name (``METRICS``) or a Metric itself.
+
+    Args:
+        metric (str or Metric): 'ssd' (default), 'ncc', 'lncc' or 'mi' (``METRICS``), or a Metric
+            object (returned as is).
+        lncc_radius (int): the box radius of 'lncc' in voxels; default 2.
+        mi_bins (int): the bins of 'mi'; default 32.
+
+    Returns:
+        Metric: a new SSD, NCC, LNCC or MI object (or ``metric`` itself).
+
+    Raises:
+        ConfigError: an unknown name, or a radius/bins out of range.
+
+    Example:
+        ``m = make_metric('lncc', lncc_radius=3)``
+    """
     if isinstance(metric, Metric):
         return metric
     name = str(metric).lower() if isinstance(metric, str) else None

@@ -1,6 +1,6 @@
 """All-or-nothing output folders: a run's files are written into a hidden
 staging folder inside the output folder and moved into place only when all
-of them were written.
+of them were written::
 
     with OutputStage(outdir) as stage:
         SaveITKImage(im, stage.path('deformed.nii.gz'))
@@ -96,7 +96,18 @@ class OutputStage(object):
     everything into place, ``abort()`` removes it all. As a context manager
     it commits on success and aborts on an exception. ``owner=False`` (the
     other MPI ranks): ``path`` names the stage rank 0 made, and neither
-    commit nor abort touches it."""
+    commit nor abort touches it.
+
+    Args:
+        outdir (str or os.PathLike): the output folder (made if missing); the stage is a hidden
+            sub-folder of it.
+        path (str, optional): an existing stage to use (the other MPI ranks: rank 0's
+            ``stage.dir``); default None makes a new one.
+        owner (bool): whether this object commits/aborts the stage; default True (False on the other
+            MPI ranks).
+        adopt (iterable of str): names of files to move from the stages of runs that are over (a
+            resumed atlas's per-iteration atlases) into the new stage; default ().
+    """
 
     def __init__(self, outdir, path=None, owner=True, adopt=()):
         self.outdir = os.fspath(outdir)
@@ -119,6 +130,14 @@ class OutputStage(object):
             self.dir = os.fspath(path)
 
     def path(self, name):
+        """Where to write ``name`` in the stage (its sub-folders are made as needed).
+
+        Args:
+            name (str): the output's path relative to ``outdir``.
+
+        Returns:
+            str: the path in the stage.
+        """
         p = os.path.join(self.dir, name)
         d = os.path.dirname(p)
         if d != self.dir:
@@ -126,6 +145,14 @@ class OutputStage(object):
         return p
 
     def final(self, name):
+        """Where ``name`` ends up after :meth:`commit`.
+
+        Args:
+            name (str): the output's path relative to ``outdir``.
+
+        Returns:
+            str: ``os.path.join(outdir, name)``.
+        """
         return os.path.join(self.outdir, name)
 
     def files(self):
@@ -137,7 +164,12 @@ class OutputStage(object):
         return sorted(out)
 
     def commit(self):
-        """Moves every staged file over its final name, then removes the stage."""
+        """Moves every staged file over its final name, then removes the stage.
+
+        Raises:
+            OSError: an unfinished (``.tmp-``) file in the stage, or a final path whose folder is a
+                file (ENOTDIR) or that is a folder (IsADirectoryError).
+        """
         if self.done or not self.owner:
             return
         stray = [n for n in self.files() if '.tmp-' in os.path.basename(n)]

@@ -59,9 +59,15 @@ DEFAULTS = {
 class TVResult:
     """What :func:`tv_denoise` returns.
 
-    image     Image3D: the denoised image (compute memory type).
-    energy    the energy per iteration (after that iteration's update):
-              E for 'primal_dual', E_eps for 'rof'.
+    Attributes:
+        image (Image3D): the denoised image (compute memory type).
+        energy (list of float): the energy per iteration (after that
+            iteration's update): E for 'primal_dual', E_eps for 'rof'.
+        iterations (int): the number of iterations run.
+        seconds (float): wall-clock time.
+        method (str): 'primal_dual' or 'rof'.
+        device (str): where it ran, 'cpu' or 'gpu'.
+        config (dict): the merged configuration it ran with.
     """
     image: Any
     energy: List[float]
@@ -73,11 +79,19 @@ class TVResult:
 
     @property
     def seconds_per_iter(self):
+        """float: seconds per iteration (0.0 without iterations)."""
         return self.seconds / self.iterations if self.iterations else 0.0
 
 
 def grad_norm2(grid):
-    """An upper bound of ||grad||^2 for forward differences on ``grid``."""
+    """An upper bound of ||grad||^2 for forward differences on ``grid``.
+
+    Args:
+        grid (GridInfo): the grid (size, spacing, origin).
+
+    Returns:
+        float: the sum over the axes of size > 1 of 4 / spacing^2.
+    """
     s = 0.0
     for n, h in zip(grid.size().tolist(), grid.spacing().tolist()):
         if n > 1:
@@ -96,6 +110,15 @@ def tv_denoise(image, method='primal_dual', config=None, quiet=False, **params):
 
     Raises TypeError if ``image`` is not an Image3D, ConfigError for an unknown
     method or parameter.
+
+    Args:
+        image (Image3D): the noisy image; any memory type, 2-D or 3-D.
+        method (str): 'primal_dual' (Chambolle-Pock, default) or 'rof' (gradient descent on the
+            smoothed energy).
+        config (dict or str, optional): parameters as a dict or the path of a YAML file; default
+            None (``DEFAULTS``).
+        quiet (bool): no progress bar; default False.
+        **params: keyword overrides of any ``DEFAULTS`` key (applied after ``config``).
     """
     if not isinstance(image, ca.Image3D):
         raise TypeError("tv_denoise: image must be an Image3D, got %s" % type(image).__name__)
