@@ -208,12 +208,40 @@ BOOST_AUTO_TEST_CASE(jacdeth_of_an_affine_field_is_its_determinant) {
         for (int x = 0; x < s.x; ++x)
           h.set(x, y, z, Vec3Df(M[0][0] * x + M[0][1] * y + M[0][2] * z + 2.f, M[1][0] * x + M[1][1] * y + M[1][2] * z,
                                 flat ? 0.f : M[2][0] * x + M[2][1] * y + M[2][2] * z - 1.f));
-    Opers::JacDetH(j, h);
     const double det = flat ? double(M[0][0]) * M[1][1] - double(M[0][1]) * M[1][0]
                             : M[0][0] * (M[1][1] * M[2][2] - M[1][2] * M[2][1]) -
                                   M[0][1] * (M[1][0] * M[2][2] - M[1][2] * M[2][0]) +
                                   M[0][2] * (M[1][0] * M[2][1] - M[1][1] * M[2][0]);
+    // the legacy units: derivatives per unit of spacing, det / voxel volume
+    // (sx sy in 2-D); the extension JacDetHVoxel: det itself
+    const Vec3Df sp = gr.spacing();
+    const double vol = flat ? double(sp.x) * sp.y : double(sp.x) * sp.y * sp.z;
+    Opers::JacDetH(j, h);
+    for (size_t i = 0; i < gr.nVox(); ++i) BOOST_REQUIRE(std::fabs(j.get()[i] - det / vol) < 1e-4);
+    Opers::JacDetHVoxel(j, h);
     for (size_t i = 0; i < gr.nVox(); ++i) BOOST_REQUIRE(std::fabs(j.get()[i] - det) < 1e-4);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(jacdeth_of_the_identity_is_one_over_the_voxel_volume) {
+  // 3-D: 1 / (0.7 * 1.3 * 2.1); 2-D (sz = 1): 1 / (sx * sy), z spacing unused
+  const GridInfo flat(Vec3Di(9, 7, 1), Vec3Df(1.5f, 0.6f, 3.f));
+  for (const GridInfo& gr : {kGrid3, flat}) {
+    Field3D h(gr, MEM_HOST), X(gr, MEM_HOST), Y(gr, MEM_HOST), Z(gr, MEM_HOST);
+    Image3D j(gr, MEM_HOST);
+    Opers::SetToIdentity(h);
+    const Vec3Df sp = gr.spacing();
+    const double vol = gr.size().z == 1 ? double(sp.x) * sp.y : double(sp.x) * sp.y * sp.z;
+    Opers::JacDetH(j, h);
+    for (size_t i = 0; i < gr.nVox(); ++i) BOOST_REQUIRE(std::fabs(j.get()[i] * vol - 1.0) < 1e-5);
+    Opers::JacDetHVoxel(j, h);
+    for (size_t i = 0; i < gr.nVox(); ++i) BOOST_REQUIRE(std::fabs(j.get()[i] - 1.0) < 1e-5);
+    // the three-gradient forms on Jacobian(h) (physical rows): the same values
+    Opers::Jacobian(X, Y, Z, h, DIFF_CENTRAL, BC_APPROX);
+    Opers::JacDetH(j, X, Y, Z);
+    for (size_t i = 0; i < gr.nVox(); ++i) BOOST_REQUIRE(std::fabs(j.get()[i] * vol - 1.0) < 1e-5);
+    Opers::JacDetHVoxel(j, X, Y, Z);
+    for (size_t i = 0; i < gr.nVox(); ++i) BOOST_REQUIRE(std::fabs(j.get()[i] - 1.0) < 1e-5);
   }
 }
 

@@ -39,6 +39,7 @@ GRID_OPS = [
     ("Divergence", "IF", ()), ("DivBack", "IF", ()),
     ("Magnitude", "IF", ()), ("SqrMagnitude", "IF", ()), ("ComponentDotProd", "IFF", ()),
     ("JacDetH", "IF", ()), ("JacDetH", "IFFF", ()), ("JacDetV", "IFFF", ()), ("JacDetVInv", "IFFF", ()),
+    ("JacDetHVoxel", "IF", ()), ("JacDetHVoxel", "IFFF", ()),
     ("ComposeHH", "FFF", ()), ("ComposeVH", "FFF", ()), ("ComposeVInvH", "FFF", ()),
     ("ComposeHV", "FFF", ()), ("ComposeHVInv", "FFF", ()),
     ("Jacobian", "FFFF", ()), ("SplatField", "FFF", ()), ("NormalizeSafe", "FF", (0.1,)),
@@ -364,6 +365,7 @@ def _diff_calls(g):
         ("GradientMag", lambda diff, bc: ca.GradientMag(i(), i(), diff, bc)),
         ("Divergence", lambda diff, bc: ca.Divergence(i(), f(), diff, bc)),
         ("JacDetH", lambda diff, bc: ca.JacDetH(i(), f(), diff, bc)),
+        ("JacDetHVoxel", lambda diff, bc: ca.JacDetHVoxel(i(), f(), diff, bc)),
         ("Jacobian", lambda diff, bc: ca.Jacobian(f(), f(), f(), f(), diff, bc)),
     ]
 

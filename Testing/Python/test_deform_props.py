@@ -910,14 +910,16 @@ def test_embedded_2d_differences(embed):
     same(to_np(o3), _stack(to_np(o2)), "Divergence")
     h2 = f32(d2.I + d2.disp(76, amp=2.0))
     h3 = _stack_h(h2, d3)
-    for diff in DIFF:
+    for diff, (fn, zscale) in itertools.product(DIFF, ((ca.JacDetH, 1.0 / d3.spv[2]), (ca.JacDetHVoxel, 1.0))):
         o2, o3 = d2.new_im(), d3.new_im()
-        ca.JacDetH(o2, d2.fld(h2), DIFF[diff], ca.BC_APPROX)
-        ca.JacDetH(o3, d3.fld(h3), DIFF[diff], ca.BC_APPROX)
-        # d h_z / d z = 1 except where a one-sided scheme has no neighbour
-        # (forward at the last plane, backward at the first: 0, as BC_CLAMP)
+        fn(o2, d2.fld(h2), DIFF[diff], ca.BC_APPROX)
+        fn(o3, d3.fld(h3), DIFF[diff], ca.BC_APPROX)
+        # d h_z / d z = 1 voxel (1 / sz per unit of spacing, JacDetH) except
+        # where a one-sided scheme has no neighbour (forward at the last
+        # plane, backward at the first: 0, as BC_CLAMP)
         planes = {"FORWARD": slice(0, -1), "BACKWARD": slice(1, None), "CENTRAL": slice(None)}[diff]
-        close(to_np(o3)[:, :, planes], _stack(to_np(o2))[:, :, planes], "JacDetH " + diff, rtol=1e-6)
+        close(to_np(o3)[:, :, planes], zscale * _stack(to_np(o2))[:, :, planes],
+              "%s %s" % (fn.__name__, diff), rtol=1e-6)
         if diff != "CENTRAL":
             edge = -1 if diff == "FORWARD" else 0
             assert not to_np(o3)[:, :, edge].any()
@@ -939,41 +941,56 @@ def _affine(dom):
     return A, f32(h)
 
 
+def _voxel_volume(dom):
+    """What the legacy JacDetH divides by: sx sy sz, or sx sy in 2-D."""
+    return float(np.prod(dom.spv[:2] if dom.flat else dom.spv))
+
+
 def test_jacdeth_affine(dom):
-    """JacDetH of an affine H-field is the affine determinant (2x2 in 2-D):
-    everywhere with central BC_APPROX (one-sided edges are exact for an
-    affine map), away from the edges for every other scheme."""
+    """JacDetH of an affine H-field (voxel coordinates) is the affine
+    determinant (2x2 in 2-D) over the voxel volume, JacDetHVoxel the
+    determinant: everywhere with central BC_APPROX (one-sided edges are exact
+    for an affine map), away from the edges for every other scheme."""
     A, h = _affine(dom)
     det = np.linalg.det(A[:2, :2] if dom.flat else A)
+    vol = _voxel_volume(dom)
     tol = 2e-5 * np.abs(h).max()
-    for diff, bc in itertools.product(DIFF, BC):
+    for (diff, bc), (fn, want) in itertools.product(itertools.product(DIFF, BC),
+                                                     ((ca.JacDetH, det / vol), (ca.JacDetHVoxel, det))):
         out = dom.new_im()
-        ca.JacDetH(out, dom.fld(h), DIFF[diff], BC[bc])
+        fn(out, dom.fld(h), DIFF[diff], BC[bc])
         got = to_np(out)
         if diff == "CENTRAL" and bc == "APPROX":
             sl = (slice(None),) * 3
         else:
             edge = {"FORWARD": slice(0, -1), "BACKWARD": slice(1, None), "CENTRAL": slice(1, -1)}[diff]
             sl = tuple(edge if n > 1 else slice(None) for n in dom.shape)
-        close(got[sl], np.full(got[sl].shape, det), "JacDetH affine %s %s" % (diff, bc), atol=tol)
+        close(got[sl], np.full(got[sl].shape, want), "%s affine %s %s" % (fn.__name__, diff, bc),
+              atol=tol * want / det)
         if bc == "CLAMP" and diff == "CENTRAL":
-            assert np.abs(got - det).max() > 0.1, "clamped edges are half differences"
-    out = dom.new_im()
-    ca.JacDetH(out, dom.fld(h))
-    close(to_np(out), np.full(dom.shape, det), "JacDetH affine default (BC_APPROX)", atol=tol)
+            assert np.abs(got - want).max() > 0.1 * want, "clamped edges are half differences"
+    for fn, want in ((ca.JacDetH, det / vol), (ca.JacDetHVoxel, det)):
+        out = dom.new_im()
+        fn(out, dom.fld(h))
+        close(to_np(out), np.full(dom.shape, want), "%s affine default (BC_APPROX)" % fn.__name__,
+              atol=tol * want / det)
 
 
 def test_jacdeth_identity_anisotropic(dom):
-    """Voxel units: the identity has determinant 1 on any spacing."""
+    """The identity: 1 / voxelVol with JacDetH (the legacy units), exactly 1
+    with JacDetHVoxel (voxel units), on any spacing."""
     h = identity_field(dom)
+    vol = _voxel_volume(dom)
     for diff, bc in itertools.product(DIFF, BC):
-        out = dom.new_im()
+        out, vox = dom.new_im(), dom.new_im()
         ca.JacDetH(out, h, DIFF[diff], BC[bc])
-        got = to_np(out)
-        if bc == "APPROX" and diff == "CENTRAL":
-            same(got, np.ones(dom.shape, np.float32), "JacDetH(Id) APPROX")
+        ca.JacDetHVoxel(vox, h, DIFF[diff], BC[bc])
+        got, gv = to_np(out), to_np(vox)
         m = dom.interior(1)
-        same(got[m], np.ones(got[m].shape, np.float32), "JacDetH(Id) interior %s %s" % (diff, bc))
+        if bc == "APPROX" and diff == "CENTRAL":
+            m = (slice(None),) * 3
+        close(got[m], np.full(got[m].shape, 1.0 / vol), "JacDetH(Id) %s %s" % (diff, bc), rtol=1e-6)
+        same(gv[m], np.ones(gv[m].shape, np.float32), "JacDetHVoxel(Id) %s %s" % (diff, bc))
 
 
 @pytest.mark.parametrize("diff", sorted(DIFF))
@@ -985,11 +1002,14 @@ def test_jacobian_and_jacdeth_vs_reference(dom, diff, bc):
     J = ref.jacobian(h, diff, bc, dom.spv)  # physical spacing
     for r, R in enumerate((X, Y, Z)):
         close(inp(R), J[r], "Jacobian row %d %s %s" % (r, diff, bc))
-    det = dom.new_im()
+    det, vox = dom.new_im(), dom.new_im()
     ca.JacDetH(det, dom.fld(h), DIFF[diff], BC[bc])
+    ca.JacDetHVoxel(vox, dom.fld(h), DIFF[diff], BC[bc])
     Jv = ref.jacobian(h, diff, bc)  # voxel units
-    want = Jv[0, 0] * Jv[1, 1] - Jv[0, 1] * Jv[1, 0] if dom.flat else ref.det3(Jv)
+    want = J[0, 0] * J[1, 1] - J[0, 1] * J[1, 0] if dom.flat else ref.det3(J)
     close(to_np(det), want, "JacDetH %s %s" % (diff, bc))
+    want = Jv[0, 0] * Jv[1, 1] - Jv[0, 1] * Jv[1, 0] if dom.flat else ref.det3(Jv)
+    close(to_np(vox), want, "JacDetHVoxel %s %s" % (diff, bc))
     if diff == "CENTRAL" and bc == "APPROX":
         X2, Y2, Z2 = dom.new_fld(), dom.new_fld(), dom.new_fld()
         ca.Jacobian(X2, Y2, Z2, dom.fld(h))
@@ -1007,6 +1027,8 @@ def test_jacdet_from_gradient_fields(dom):
     ca.JacDetH(out, *objs)
     want = J[0, 0] * J[1, 1] - J[0, 1] * J[1, 0] if dom.flat else ref.det3(J)
     close(to_np(out), want, "JacDetH(X, Y, Z)")
+    ca.JacDetHVoxel(out, *objs)
+    close(to_np(out), _voxel_volume(dom) * want, "JacDetHVoxel(X, Y, Z)")
     eye = np.eye(3).reshape(3, 3, 1, 1, 1)
     ca.JacDetV(out, *objs)
     close(to_np(out), ref.det3(eye + J), "JacDetV = det(I + J)")
@@ -1685,7 +1707,7 @@ def test_multithreaded_grid():
     close(inp(g), ref.gradient(a, "CENTRAL", "WRAP", d.spv), "Gradient big")
     jd = d.new_im()
     ca.JacDetH(jd, d.fld(h))
-    close(to_np(jd), ref.det3(ref.jacobian(h, "CENTRAL", "APPROX")), "JacDetH big")
+    close(to_np(jd), ref.det3(ref.jacobian(h, "CENTRAL", "APPROX", d.spv)), "JacDetH big")
     ca.UpwindGradMag(jd, d.im(a), d.im(a))
     close(to_np(jd), _upwind_grad_mag_ref(a, a, d), "UpwindGradMag big")
     ca.JacobianXY(out, d.fld(F), d.fld(m))

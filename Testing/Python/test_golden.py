@@ -225,13 +225,6 @@ def fixed_field_2d(case, fn, objs, args):
     _check_field(case, objs[out["arg"]], _field_2d_reference(case, _inputs(case)))
 
 
-def fixed_jacdeth_spacing(case, fn, objs, args):
-    # JacDetH(h) in voxel units: the legacy result times the voxel volume.
-    fn(*args)
-    out = case["outputs"][0]
-    _check_image(case, objs[out["arg"]], load_array(out) * float(np.prod(case["grid"]["spacing"])))
-
-
 def fixed_jacdetvinv(case, fn, objs, args):
     fn(*args)
     inp = _inputs(case)
@@ -328,9 +321,6 @@ def _is_2d_allornothing(c):
 FIXED = [
     (_is_2d_allornothing, fixed_field_2d,
      "2-D field sampling with ZERO/ID: the legacy counted the zero-weight z+1 corner as outside"),
-    (lambda c: c["op"] == "JacDetH" and any(a["name"] == "a_h" for a in c["args"])
-     and abs(np.prod(c["grid"]["spacing"]) - 1.0) > 1e-6, fixed_jacdeth_spacing,
-     "JacDetH of an H-field in voxel units (the legacy divided by the voxel volume)"),
     (lambda c: c["op"] == "JacDetVInv", fixed_jacdetvinv, "JacDetVInv is det(I - J)"),
     (lambda c: c["op"] in ("SplatH", "SplatV"), fixed_splat_z, "SplatH/SplatV splat z into z"),
     (lambda c: c["op"] == "FixedPointInverse", fixed_inverse, "FixedPointInverse works"),

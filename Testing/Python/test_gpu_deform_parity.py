@@ -396,9 +396,10 @@ def _diff_cases():
             case("GradientMag-Divergence-%s-%s" % (dn, bn), "fma")(sums)
 
             def jacdet(d, mem, diff=diff, bc=bc):
-                o = d.new_im(mem)
+                o, v = d.new_im(mem), d.new_im(mem)
                 ca.JacDetH(o, d.fld("h", mem), diff, bc)
-                return o
+                ca.JacDetHVoxel(v, d.fld("h", mem), diff, bc)
+                return [o, v]
             case("JacDetH-%s-%s" % (dn, bn), "prod")(jacdet)
     for bn, bc in BCS.items():
         def forward(d, mem, bc=bc):
@@ -433,7 +434,7 @@ def _upwind_mag(d, mem):
 @case("JacDet-from-gradients", "prod")
 def _jacdets(d, mem):
     outs = []
-    for name in ("JacDetH", "JacDetV", "JacDetVInv"):
+    for name in ("JacDetH", "JacDetHVoxel", "JacDetV", "JacDetVInv"):
         o = d.new_im(mem)
         getattr(ca, name)(o, d.fld("F", mem), d.fld("G", mem), d.fld("m", mem))
         outs.append(o)
@@ -571,7 +572,7 @@ def test_every_operator_has_a_case():
     src = inspect.getsource(inspect.getmodule(test_every_operator_has_a_case))
     names = ("ApplyH ApplyV ApplyVInv ComposeTranslation Splat FiniteDiff Gradient Gradient2 GradientMask "
              "GradFor GradForMag GradientMag UpwindDiff UpwindGradMag Divergence DivBack Magnitude "
-             "SqrMagnitude ComponentDotProd JacDetH JacDetV JacDetVInv ComposeHH ComposeVH ComposeVInvH "
+             "SqrMagnitude ComponentDotProd JacDetH JacDetHVoxel JacDetV JacDetVInv ComposeHH ComposeVH ComposeVInvH "
              "ComposeHV ComposeHVInv Jacobian SplatField NormalizeSafe NormalizeSafe_I ReprojectToUnitVec "
              "FixedPointInverse UpdateInverse Ad AdInf CoAd CoAdInf DivergenceTensor JacobianXY JacobianXtY "
              "SetToIdentity HtoV HtoV_I ComposeHTranslation ResampleH InverseZerothOrder InverseZerothOrder_I "

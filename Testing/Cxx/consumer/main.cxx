@@ -97,8 +97,10 @@ int main() {
       PyCA::Opers::Gradient(grad, src, PyCA::DiffT(2), PyCA::BoundaryCondT(2));
       check(std::fabs(grad.get(5, 5, 3).x - 1.f / 1.5f) < 1e-4f, "Gradient of a ramp");
       PyCA::Opers::SetToIdentity(h);
-      PyCA::Opers::JacDetH(out, h);
-      check(std::fabs(out.get(100) - 1.f) < 1e-6f, "JacDetH of the identity is 1");
+      PyCA::Opers::JacDetH(out, h);  // legacy units: 1 / (1.5 * 2 * 0.5)
+      check(std::fabs(out.get(100) - 1.f / 1.5f) < 1e-6f, "JacDetH of the identity is 1 / voxelVol");
+      PyCA::Opers::JacDetHVoxel(out, h);
+      check(std::fabs(out.get(100) - 1.f) < 1e-6f, "JacDetHVoxel of the identity is 1");
       PyCA::Opers::Splat(out, h, src);
       check(out.get(33) == 33.f, "Splat through the identity");
       PyCA::Opers::SetToZero(v);

@@ -160,8 +160,8 @@ int main() {
       Opers::Gradient(grad, src, DiffT(2), BoundaryCondT(2));
       check(std::fabs(grad.get(5, 5, 3).x - 1.f / 1.5f) < 1e-4f, "Gradient of a ramp");
       Opers::SetToIdentity(h);
-      Opers::JacDetH(out, h);
-      check(std::fabs(out.get(100) - 1.f) < 1e-6f, "JacDetH of the identity is 1");
+      Opers::JacDetH(out, h);  // legacy units: 1 / (1.5 * 2 * 0.5)
+      check(std::fabs(out.get(100) - 1.f / 1.5f) < 1e-6f, "JacDetH of the identity is 1 / voxelVol");
       Opers::Splat(out, h, src);
       check(out.get(33) == 33.f, "Splat through the identity");
       Opers::SetToZero(v);

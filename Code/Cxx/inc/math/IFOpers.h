@@ -103,13 +103,26 @@ void ComponentDotProd(Image3D& d_o, const Field3D& d_i, const Field3D& d_i1, Str
 
 // ---- Jacobian determinants ----------------------------------------------------------
 
-/// det of the Jacobian of the H-field a_h, in voxel units (identity -> 1 on
-/// any spacing; the legacy divided by the voxel volume); 2x2 when sz == 1.
+/// det of the Jacobian of the H-field a_h as the legacy defines it: h in
+/// voxel coordinates, the derivatives divided by the spacing (as Gradient and
+/// Jacobian), so the identity gives 1 / voxelVol (1 / (sx sy) in 2-D); 2x2
+/// when sz == 1.
 void JacDetH(Image3D& a_jdet, const Field3D& a_h, DiffT diff = DIFF_CENTRAL, BoundaryCondT bc = BC_APPROX,
              StreamT st = nullptr);
-/// det of the matrix with rows a_Xg, a_Yg, a_Zg (2x2 of the x, y parts when sz == 1).
+/// det of the matrix with rows a_Xg, a_Yg, a_Zg (2x2 of the x, y parts when
+/// sz == 1), as the legacy; with the rows from Jacobian(h) it equals JacDetH(h).
 void JacDetH(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg,
              StreamT st = nullptr);
+/// Extension (not in the legacy): det of the Jacobian of the H-field a_h in
+/// voxel units, i.e. JacDetH times the voxel volume: the identity gives 1 and
+/// an affine map its determinant on any spacing (the local volume ratio).
+void JacDetHVoxel(Image3D& a_jdet, const Field3D& a_h, DiffT diff = DIFF_CENTRAL, BoundaryCondT bc = BC_APPROX,
+                  StreamT st = nullptr);
+/// Extension: JacDetH(a_detJ, a_Xg, a_Yg, a_Zg) times the voxel volume of
+/// a_detJ's grid (sx sy when sz == 1): the voxel-unit determinant from the
+/// physical gradients that Jacobian returns.
+void JacDetHVoxel(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg,
+                  StreamT st = nullptr);
 /// det(I + J), J with rows a_Xg, a_Yg, a_Zg (3x3, as the legacy).
 void JacDetV(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg,
              StreamT st = nullptr);

@@ -200,7 +200,8 @@ struct JacobianOp {
   }
 };
 
-/// det of the Jacobian of h (voxel units); 2x2 when the grid is 2-D.
+/// det of the Jacobian of h, the derivatives scaled by d's factors (1/spacing:
+/// the legacy JacDetH; 1: JacDetHVoxel); 2x2 when the grid is 2-D.
 template <DiffT diff, BoundaryCondT bc>
 struct JacDetHOp {
   Diff3<diff, bc> d;
@@ -217,13 +218,15 @@ struct JacDetHOp {
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
 };
 
-/// Determinants from three gradient fields (rows): mode 0: det J (2x2 in
-/// 2-D), 1: det(I + J), 2: det(I - J).
+/// Determinants from three gradient fields (rows): mode 0: scale * det J
+/// (2x2 in 2-D; scale 1 for JacDetH, the voxel volume for JacDetHVoxel),
+/// 1: det(I + J), 2: det(I - J).
 struct JacDetGradsOp {
   const float *X[3], *Y[3], *Z[3];
   float* out;
   int mode;
   bool slice;
+  float scale;
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int, int, int, size_t i) const {
     float J[3][3];
     for (int c = 0; c < 3; ++c) {
@@ -232,7 +235,7 @@ struct JacDetGradsOp {
       J[2][c] = Z[c][i];
     }
     if (mode == 0) {
-      out[i] = slice ? detail::det2(J) : detail::det3(J);
+      out[i] = scale * (slice ? detail::det2(J) : detail::det3(J));
       return;
     }
     const float s = mode == 1 ? 1.f : -1.f;

@@ -65,14 +65,17 @@ void lieOp(Field3D& Z, const Field3D& X, const Field3D& Y, int kind, StreamT st)
   }
 }
 
-void jacDetGrads(Image3D& out, const Field3D& X, const Field3D& Y, const Field3D& Zg, int mode, StreamT st) {
+/// mode: see kern::JacDetGradsOp; scale multiplies the mode-0 determinant.
+void jacDetGrads(Image3D& out, const Field3D& X, const Field3D& Y, const Field3D& Zg, int mode, StreamT st,
+                 float scale = 1.f) {
   checkAll(out, X, Y, Zg);
   const kern::JacDetGradsOp fn{{dataOf(X, 0), dataOf(X, 1), dataOf(X, 2)},
                                {dataOf(Y, 0), dataOf(Y, 1), dataOf(Y, 2)},
                                {dataOf(Zg, 0), dataOf(Zg, 1), dataOf(Zg, 2)},
                                dataOf(out),
                                mode,
-                               out.size().z == 1};
+                               out.size().z == 1,
+                               scale};
   forEachVoxel(out.memType(), fn, out.size(), st);
 }
 
@@ -217,21 +220,38 @@ void ComponentDotProd(Image3D& d_o, const Field3D& d_i, const Field3D& d_i1, Str
 
 // ---- Jacobians ----------------------------------------------------------------------
 
-void JacDetH(Image3D& a_jdet, const Field3D& a_h, DiffT diff, BoundaryCondT bc, StreamT st) {
+namespace {
+/// det Dh with the derivatives divided by the spacing (voxelUnits false: the
+/// legacy JacDetH) or in voxel units (JacDetHVoxel).
+void jacDetHField(Image3D& a_jdet, const Field3D& a_h, DiffT diff, BoundaryCondT bc, StreamT st, bool voxelUnits) {
   checkAll(a_jdet, a_h);
   detail::dispatchDiffBc(diff, bc, [&](auto d, auto b) {
     constexpr DiffT D = decltype(d)::value;
     constexpr BoundaryCondT B = decltype(b)::value;
     Unaliased<Field3D> hs(a_h, st, a_jdet);
     const Field3D& H = hs;
-    const kern::JacDetHOp<D, B> fn{diffOn<D, B>(a_jdet.grid(), true), dataOf(H, 0), dataOf(H, 1), dataOf(H, 2),
-                                   dataOf(a_jdet), a_jdet.size().z == 1};
+    const kern::JacDetHOp<D, B> fn{diffOn<D, B>(a_jdet.grid(), voxelUnits), dataOf(H, 0), dataOf(H, 1),
+                                   dataOf(H, 2), dataOf(a_jdet), a_jdet.size().z == 1};
     forEachVoxel(a_jdet.memType(), fn, a_jdet.size(), st);
   });
+}
+}  // namespace
+
+void JacDetH(Image3D& a_jdet, const Field3D& a_h, DiffT diff, BoundaryCondT bc, StreamT st) {
+  jacDetHField(a_jdet, a_h, diff, bc, st, false);
+}
+void JacDetHVoxel(Image3D& a_jdet, const Field3D& a_h, DiffT diff, BoundaryCondT bc, StreamT st) {
+  jacDetHField(a_jdet, a_h, diff, bc, st, true);
 }
 
 void JacDetH(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg, StreamT st) {
   jacDetGrads(a_detJ, a_Xg, a_Yg, a_Zg, 0, st);
+}
+void JacDetHVoxel(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg, StreamT st) {
+  // rows of physical derivatives: det times the voxel volume (area in 2-D)
+  const Vec3Df& sp = a_detJ.grid().spacing();
+  const float vol = a_detJ.size().z == 1 ? sp.x * sp.y : sp.x * sp.y * sp.z;
+  jacDetGrads(a_detJ, a_Xg, a_Yg, a_Zg, 0, st, vol);
 }
 void JacDetV(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg, StreamT st) {
   jacDetGrads(a_detJ, a_Xg, a_Yg, a_Zg, 1, st);

@@ -26,7 +26,8 @@ Algorithm (``A_k`` the atlas of iteration k, ``I_i`` the subjects):
 * greedy: each subject is registered onto the atlas (``greedy_register(
   fixed=A_k, moving=I_i)``), giving ``h_i`` (atlas grid -> subject voxels)
   and ``D_i = I_i o h_i``; then ``A_{k+1} = sum_i w_i D_i / sum_i w_i`` with
-  ``w_i = 1`` or, with ``jacobian_weighted``, ``w_i = |D h_i|`` (JacDetH).
+  ``w_i = 1`` or, with ``jacobian_weighted``, ``w_i = |D h_i|`` (JacDetHVoxel: the
+  volume ratio in voxel units, 1 for the identity on any spacing).
   The energy of iteration k is ``sum_i Sum2(A_k - D_i) * voxelVol`` after
   the registrations; with w_i = 1 it never increases from one iteration to the
   next (the mean minimises it for fixed h_i and each warm-started
@@ -853,7 +854,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
                 num.store(atlas, _cg_atlas(prev, total, wsum, reached, int(cfg['atlas_cg_iters'])))
         for i in (local if method != 'lddmm' else ()):
             if den is not None:
-                ca.JacDetH(w, hfields[i])
+                ca.JacDetHVoxel(w, hfields[i])
                 ca.Mul(tmpi, deformed[i], w)
                 num.add(tmpi)
                 den.add(w)

@@ -115,7 +115,7 @@ def brain_metrics(result, fixed, moving, mask=None):
         ca.Copy(hh, h)
         h = hh
     jac = ca.Image3D(h.grid(), ca.MEM_HOST)
-    ca.JacDetH(jac, h)
+    ca.JacDetHVoxel(jac, h)
     j = np.array(jac.asnp())
     return dict(msd_before=before, msd_after=after,
                 mismatch_ratio=after / before if before > 0 else float('nan'),
@@ -159,7 +159,7 @@ def make_phantom_pair(spacing_mm, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, q
     ca.ComposeHH(comp, psi, h_true)
     inv = phantom.displacement_mm(comp, (1.0, 1.0, 1.0))
     jac = ca.Image3D(fixed.grid(), ca.MEM_HOST)
-    ca.JacDetH(jac, psi)
+    ca.JacDetHVoxel(jac, psi)
     g = fixed.grid()
     info = dict(template=os.path.basename(phantom.mni_template_path()),
                 spacing_mm=float(spacing_mm), grid=[int(v) for v in g.size()],

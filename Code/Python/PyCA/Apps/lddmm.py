@@ -204,8 +204,8 @@ class Shooter:
         return math.sqrt(max(ca.Max(self.i2), 0.0))
 
     def _min_jac(self):
-        ca.JacDetH(self.i2, self.g[self.T])
-        ca.JacDetH(self.i3, self.ginv[self.T])
+        ca.JacDetHVoxel(self.i2, self.g[self.T])
+        ca.JacDetHVoxel(self.i3, self.ginv[self.T])
         return min(ca.Min(self.i2), ca.Min(self.i3))
 
     def stable(self, max_cfl):

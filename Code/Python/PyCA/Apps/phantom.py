@@ -41,7 +41,7 @@ of each other:
    |h_true(x) - x| * spacing inside ``mask`` (the whole grid without one)
    equals ``max_disp_mm`` (to 0.5 %).
 
-Then ``JacDetH(psi) > 0`` and ``JacDetH(h_true) > 0`` are checked
+Then ``JacDetHVoxel(psi) > 0`` and ``JacDetHVoxel(h_true) > 0`` are checked
 everywhere (a RuntimeError otherwise). The demo deforms the fixed image with
 psi, ``moving = ApplyH(fixed, psi)``, so the H-field a registration returns
 (``deformed = ApplyH(moving, h)``) should be ``h = psi^-1 = h_true``, and
@@ -50,10 +50,10 @@ mm, inside the brain).
 
 Measured with the defaults (seed 0, 8 mm, 20 mm): at 2 mm (99 x 117 x 95,
 218135 brain voxels) the displacement is 8.0 mm at its largest in the brain
-and 3.7 mm on average, JacDetH(psi) lies in [0.61, 1.75] and JacDetH(h_true)
+and 3.7 mm on average, JacDetHVoxel(psi) lies in [0.61, 1.75] and JacDetHVoxel(h_true)
 in [0.57, 1.64], and psi o h_true is the identity to 0.052 voxel at worst
 (0.041 in the brain, 0.004 on average); at 4 mm (50 x 59 x 48, 27496 brain
-voxels): mean 3.4 mm, JacDetH(psi) in [0.63, 1.47], psi o h_true within
+voxels): mean 3.4 mm, JacDetHVoxel(psi) in [0.63, 1.47], psi o h_true within
 0.058 voxel (0.034 in the brain, 0.006 on average). The residual is the
 trilinear interpolation of the check's own ComposeHH. Generating it takes
 well under a second at 2 mm.
@@ -398,7 +398,7 @@ def random_deformation(grid, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, mask=N
     psi = _exp_field(v, -1, sp, scratch)
     jac = ca.Image3D(g, ca.MEM_HOST)
     for name, f in (('psi', psi), ('h_true', h_true)):
-        ca.JacDetH(jac, f)
+        ca.JacDetHVoxel(jac, f)
         jmin = float(jac.asnp().min())
         if not jmin > 0:
             raise RuntimeError("random_deformation: %s folds (min Jacobian determinant %.3g); use a "
