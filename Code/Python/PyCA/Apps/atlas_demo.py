@@ -71,7 +71,12 @@ QUICK = dict(spacing_mm=4.0, subjects=8, atlas_iters=2)
 
 
 class DemoError(Exception):
-    """A problem reported as one line, exit status 1."""
+    """A problem reported as one line, exit status 1.
+
+    Args:
+        msg (str): the message.
+        status (int): the exit status; default 1.
+    """
 
     def __init__(self, msg, status=1):
         Exception.__init__(self, msg)
@@ -84,6 +89,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
+    """The command line's parser (its options are listed by ``--help``).
+
+    Returns:
+        argparse.ArgumentParser: the parser; errors raise DemoError (one line, status 1).
+    """
     p = _Parser(prog=PROG, description=(
         'The PyCA atlas demo (./run atlas-demo): subjects made from the MNI template by known smooth '
         'random deformations and noise, an atlas of them by python -m PyCA.Apps.atlas (on 2 MPI ranks '
@@ -129,7 +139,14 @@ def _np(im):
 
 def generation_spacing(spacing_mm):
     """The grid the subjects are deformed on: half the demo's spacing, but not
-    finer than 2 mm (so a 4 mm demo deforms on the 2 mm grid)."""
+    finer than 2 mm (so a 4 mm demo deforms on the 2 mm grid).
+
+    Args:
+        spacing_mm (float): the demo's grid spacing in mm.
+
+    Returns:
+        float: the spacing in mm.
+    """
     return max(float(spacing_mm) / 2.0, min(float(spacing_mm), 2.0))
 
 
@@ -137,7 +154,17 @@ def make_subjects(spacing_mm, n, outdir, quiet=True):
     """Writes the ``n`` subjects (module notes) to ``outdir`` and returns
     (template, mask, paths, reference, info): ``template`` is the reference
     template on the demo grid, ``reference`` the template deformed by the
-    mean of the subjects' deformations psi_i, on the same grid."""
+    mean of the subjects' deformations psi_i, on the same grid.
+
+    Args:
+        spacing_mm (float): the demo's grid spacing in mm.
+        n (int): the number of subjects.
+        outdir (str): the output folder (subjects go to ``outdir/subjects``).
+        quiet (bool): no progress lines; default True.
+
+    Returns:
+        tuple: (template Image3D, mask Image3D, list of paths, reference Image3D, info dict).
+    """
     from . import phantom
     from PyCA.Common import GetDirection, SetDirection, SaveITKImage
     t0 = time.perf_counter()
@@ -213,7 +240,16 @@ def make_subjects(spacing_mm, n, outdir, quiet=True):
 
 
 def intensity_distance(a, b, inside):
-    """dict(mean_abs, rms) of a - b over the voxels ``inside`` (NumPy arrays)."""
+    """dict(mean_abs, rms) of a - b over the voxels ``inside`` (NumPy arrays).
+
+    Args:
+        a (numpy.ndarray): first image.
+        b (numpy.ndarray): second image, same shape.
+        inside (numpy.ndarray of bool): the voxels compared (the brain mask).
+
+    Returns:
+        dict: ``{'mean_abs': float, 'rms': float}``.
+    """
     d = (a - b)[inside]
     return dict(mean_abs=float(np.mean(np.abs(d))), rms=float(np.sqrt(np.mean(d * d))))
 
@@ -256,7 +292,24 @@ def _mpi_launch(mpiexec, ranks, env):
 
 def atlas_command(paths, out, method, ranks, iters=None, device=None, quiet=False):
     """(argv, env, ranks): the atlas command line (module notes). ``ranks``
-    None: 2 where MPI is present, else 1."""
+    None: 2 where MPI is present, else 1.
+
+    Args:
+        paths (list of str): the subject image files.
+        out (str): the atlas's output folder.
+        method (str): 'greedy' or 'lddmm'.
+        ranks (int or None): MPI ranks; None: 2 where MPI is present, else 1.
+        iters (int, optional): atlas iterations (``--iters``); default None (the atlas command's).
+        device (str, optional): 'cpu', 'gpu' or 'auto' (``--device``); default None (the atlas
+            command's).
+        quiet (bool): pass ``--quiet``; default False.
+
+    Returns:
+        tuple: (argv list, environment dict, ranks int).
+
+    Raises:
+        DemoError: ``ranks`` > 1 without mpiexec and mpi4py.
+    """
     env = dict(os.environ)
     mpiexec = find_mpiexec()
     if ranks is None:
@@ -306,6 +359,17 @@ def _write_json_atomic(path, data):
 # --------------------------------------------------------------------------- run
 
 def run(args):
+    """Runs the demo (module notes) for parsed arguments.
+
+    Args:
+        args (argparse.Namespace): the parsed command line (``build_parser()``).
+
+    Returns:
+        int: the exit status (0 on success).
+
+    Raises:
+        DemoError: a bad option, a missing dependency or a failed step (one line).
+    """
     import importlib.util
     method = str(args.method).lower()
     if method not in ('greedy', 'lddmm'):
@@ -395,6 +459,16 @@ def run(args):
 
 
 def main(argv=None):
+    """The command line entry point: parses ``argv``, runs the demo, and reports
+    an error as one line ``PROG: error: ...`` on stderr.
+
+    Args:
+        argv (list of str, optional): the arguments without the program name;
+            default None = ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status (0 on success, 1 on an error, 130 when interrupted).
+    """
     try:
         args = build_parser().parse_args(argv)
         return run(args)
