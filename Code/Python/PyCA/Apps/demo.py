@@ -7,7 +7,7 @@ deformed by the phantom's smooth invertible random deformation psi (seed 0,
 displacement up to 8 mm in the brain; phantom.random_deformation):
 ``moving = ApplyH(fixed, psi)``. The registration (LDDMM with its defaults,
 ``--method`` to choose another) should find h = psi^-1, and the demo reports
-how close it came: the deformation error |h - h_true| in mm inside the brain
+how close it came: the deformation error ``|h - h_true|`` in mm inside the brain
 mask (mean, 95th percentile, max), beside the mismatch ratio (final / initial
 mean squared difference) and the Jacobian determinant of h (its minimum and
 the number of folded voxels, det <= 0).
@@ -61,6 +61,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
+    """The command line's parser (its options are listed by ``--help``).
+
+    Returns:
+        argparse.ArgumentParser: the parser; errors raise DemoError (one line, status 1).
+    """
     p = _Parser(prog=PROG, description=__doc__.split('\n\n')[0],
                 epilog='Without --fixed/--moving: the MNI template and a known random deformation.')
     p.add_argument('--fixed', metavar='FILE', help='fixed image (with --moving)')
@@ -104,7 +109,17 @@ def _host_np(obj):
 
 def brain_metrics(result, fixed, moving, mask=None):
     """mismatch (MSD, inside ``mask`` or everywhere) before and after, their
-    ratio, and min Jacobian determinant / folded voxels of result.h."""
+    ratio, and min Jacobian determinant / folded voxels of result.h.
+
+    Args:
+        result (RegistrationResult): the registration.
+        fixed (Image3D): the fixed image.
+        moving (Image3D): the moving image.
+        mask (Image3D, optional): the brain mask on the fixed grid; default None (every voxel).
+
+    Returns:
+        dict: the numbers, by name.
+    """
     f, m, d = _host_np(fixed), _host_np(moving), _host_np(result.deformed)
     sel = (_host_np(mask) > 0.5) if mask is not None else np.ones(f.shape, bool)
     before = float(np.mean((m[sel] - f[sel]) ** 2))
@@ -133,7 +148,19 @@ def make_phantom_pair(spacing_mm, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, q
     """(fixed, moving, mask, h_true, info): the demo's problem (module
     notes). ``rescan`` 't1' re-acquires the moving image (phantom.rescan:
     bias field, gamma, noise), 't2' gives it a T2-like contrast first
-    (phantom.t2_like), None (the default) leaves it the warped template."""
+    (phantom.t2_like), None (the default) leaves it the warped template.
+
+    Args:
+        spacing_mm (float): the demo's grid spacing in mm.
+        max_disp_mm (float): largest displacement of the true deformation, mm; default 8.
+        smoothness_mm (float): Gaussian smoothing of the random velocity, mm; default 20.
+        seed (int): the random seed of the deformation; default 0.
+        quiet (bool): no progress lines; default True.
+        rescan (str, optional): 't1', 't2' or None (default), see above.
+
+    Returns:
+        tuple: (fixed Image3D, moving Image3D, mask Image3D, h_true Field3D, info dict).
+    """
     from . import phantom
     t0 = time.perf_counter()
     fixed, mask = phantom.load_mni(spacing_mm)
@@ -176,6 +203,17 @@ def make_phantom_pair(spacing_mm, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, q
 
 
 def run(args):
+    """Runs the demo (module notes) for parsed arguments.
+
+    Args:
+        args (argparse.Namespace): the parsed command line (``build_parser()``).
+
+    Returns:
+        int: the exit status (0 on success).
+
+    Raises:
+        DemoError: a bad option, a missing dependency or a failed step (one line).
+    """
     from . import register, gpu_available, METHODS
     method = str(args.method).lower()
     if method not in METHODS:
@@ -261,6 +299,16 @@ def run(args):
 
 
 def main(argv=None):
+    """The command line entry point: parses ``argv``, runs the demo, and reports
+    an error as one line ``PROG: error: ...`` on stderr.
+
+    Args:
+        argv (list of str, optional): the arguments without the program name;
+            default None = ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status (0 on success, 1 on an error, 130 when interrupted).
+    """
     from ._common import run_cli
     return run_cli(_main, argv)
 
