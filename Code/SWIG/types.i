@@ -137,7 +137,8 @@ def _install_vec_ops(cls):
         setattr(cls, '__%s__' % pyname, make(op, name))
         setattr(cls, '__r%s__' % pyname, make(op, name, True))
         setattr(cls, '__i%s__' % pyname, make_inplace(op, name))
-    cls.__div__ = cls.__truediv__
+    # the legacy (Python 2) names of / and /=, and of our reflected /
+    cls.__div__, cls.__idiv__, cls.__rdiv__ = cls.__truediv__, cls.__itruediv__, cls.__rtruediv__
     cls.__neg__ = lambda self: type(self)(-self.x, -self.y, -self.z)
 
 for _cls in (Vec3Di, Vec3Df):
