@@ -13,8 +13,11 @@ keyword overrides of every parameter; ``DEFAULTS`` of each module lists them):
     tv_denoise(image, method='primal_dual'|'rof', config=None, quiet=False, **params) -> TVResult
     build_atlas(images, method='greedy'|'lddmm', config=None, quiet=False, comm=None, out=None,
                 checkpoint_every=0, resume=False, **params)                  -> AtlasResult
+    apply_transform(result_dir, image, out=None, interp='linear', inverse=False) -> SimpleITK image
 
-The command lines are ``python -m PyCA.Apps.register`` (``pyca-register``) and
+The command lines are ``python -m PyCA.Apps.register`` (``pyca-register``),
+``python -m PyCA.Apps.apply`` (``pyca-apply``: a saved result applied to other
+images) and
 ``[mpiexec -n K] python -m PyCA.Apps.atlas`` (``pyca-atlas``); the demos
 ``python -m PyCA.Apps.demo`` and ``python -m PyCA.Apps.atlas_demo``.
 """
@@ -26,6 +29,7 @@ _LAZY = {
     'greedy_register': 'greedy', 'elastic_register': 'elastic',
     'lddmm_register': 'lddmm', 'tv_denoise': 'tv', 'TVResult': 'tv',
     'build_atlas': 'atlas', 'AtlasResult': 'atlas',
+    'apply_transform': 'apply',
 }
 
 __all__ = ['register', 'RegistrationResult', 'ConfigError', 'gpu_available'] + sorted(_LAZY)

@@ -545,5 +545,7 @@ match_histogram_image = match_histogram
 
 
 def _grid_dict(im):
+    d = GetDirection(im)
     return dict(size=[int(v) for v in im.size()], spacing=[float(v) for v in im.spacing()],
-                origin=[float(v) for v in im.origin()])
+                origin=[float(v) for v in im.origin()],
+                direction=[float(v) for v in (d if d is not None else np.eye(3).reshape(-1))])

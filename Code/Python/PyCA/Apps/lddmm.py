@@ -2,7 +2,7 @@
 job of spec section 7), written on PyCA.Core.
 
 The moving image I0 is deformed by the endpoint of the geodesic that the
-initial momentum m0 generates; m0 is optimised by gradient descent on
+initial momentum m0 generates; m0 is optimised by gradient descent on::
 
     E(m0) = 1/2 <m0, K m0> + 1/(2 sigma^2) || I0 o phi_1^-1 - I1 ||^2
 
@@ -11,7 +11,8 @@ With ``metric`` other than ``ssd`` (PyCA.Apps.metrics) the image term is
 ``E_metric(I1, I0 o phi_1^-1) / (2 sigma^2)`` and I_hat(1) below is the
 metric's force over sigma^2 (every metric's energy is in SSD units).
 
-Forward shooting (EPDiff in Lagrangian form, ``nsteps`` steps of dt = 1/nsteps):
+Forward shooting (EPDiff in Lagrangian form, ``nsteps`` steps of dt = 1/nsteps)::
+
     m_t = CoAd(phi_t^-1, m0)               (``CoAd``)
     v_t = K m_t                            (``applyInverseOperator``)
     phi_{t+dt} = phi_t + dt v_t o phi_t    (``ApplyH`` of the field; Euler or RK4)
@@ -21,7 +22,8 @@ The deformed image is ``ApplyH(I0, phi_1^-1)``; ``result.h`` is phi_1^-1 (an
 H-field on the fixed grid into the moving image) and ``result.hinv`` phi_1.
 
 Backward adjoint (continuous adjoint of the forward system, explicit Euler
-from t = 1 to 0, ``m_hat(1) = 0``):
+from t = 1 to 0, ``m_hat(1) = 0``)::
+
     I_hat(1) = -(I(1) - I1) / sigma^2,  I_hat(t) = Splat of I_hat(1) through
                phi_t o phi_1^-1            (``ComposeHH``, ``Splat``)
     d m_hat/dt = ad_v m_hat + K(I_hat grad I_t - ad*_{m_hat} m_t)
@@ -93,6 +95,21 @@ class Shooter:
     ``shoot(m0)`` fills the stored path (g_n, ginv_n, v_n, m_n for n = 0..T);
     ``energy(I0, I1)`` deforms I0 and returns (E_img, E_reg, deformed);
     ``gradient(I0, I1)`` integrates the adjoint and returns L m_hat(0).
+
+    Args:
+        grid (GridInfo): the grid of the scale.
+        mType (MemoryType): MEM_HOST or MEM_DEVICE.
+        kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): K = L^-1 on ``grid``
+            (``make_fluid_kernel``).
+        nsteps (int): time steps T of the shooting (dt = 1/T); default 10.
+        integrator (str): 'euler' (default) or 'rk4' for the forward flow.
+        sigma (float): image-match weight 1/(2 sigma^2); default 0.1.
+        inverse_iters (int): UpdateInverse fixed-point iterations per time step; default 3.
+        adjoint (str): backward integration of the adjoint: 'heun' (default, 2nd order) or 'euler'.
+        metric (Metric, optional): the similarity metric (PyCA.Apps.metrics); default None = SSD.
+
+    Raises:
+        ConfigError: an unknown ``integrator`` or ``adjoint``.
     """
 
     def __init__(self, grid, mType, kernel, nsteps=10, integrator='euler', sigma=0.1,
@@ -149,7 +166,13 @@ class Shooter:
         ca.MulC_I(out, sout)
 
     def coad(self, out, g, m):
-        """out = CoAd_phys(g, m) = |Dg| Dg^T m o g (physical m)."""
+        """out = CoAd_phys(g, m) = ``|Dg| Dg^T m o g`` (physical m).
+
+        Args:
+            out (Field3D): output, on the shooter's grid.
+            g (Field3D): an H-field (the deformation).
+            m (Field3D): a momentum (physical units).
+        """
         if self.iso:
             ca.CoAd(out, g, m)
         else:
@@ -158,7 +181,13 @@ class Shooter:
             ca.MulC_I(out, self.Sinv)
 
     def ad(self, out, X, Y):
-        """out = ad_X Y = DX Y - DY X (physical X, Y)."""
+        """out = ad_X Y = DX Y - DY X (physical X, Y).
+
+        Args:
+            out (Field3D): output, on the shooter's grid.
+            X (Field3D): a velocity (V-field, physical units).
+            Y (Field3D): a velocity (V-field, physical units).
+        """
         if self.iso:
             ca.AdInf(out, X, Y)
             ca.MulC_I(out, 1.0 / self.s_iso)
@@ -166,7 +195,13 @@ class Shooter:
             self._converted(ca.AdInf, out, X, self.Sinv, Y, self.Sinv, self.S)
 
     def adstar(self, out, X, m):
-        """out = ad*_X m = DX^T m + div(m X^T) (physical X, m)."""
+        """out = ad*_X m = DX^T m + div(m X^T) (physical X, m).
+
+        Args:
+            out (Field3D): output, on the shooter's grid.
+            X (Field3D): a velocity (V-field, physical units).
+            m (Field3D): a momentum (physical units).
+        """
         if self.iso:
             ca.CoAdInf(out, X, m)
             ca.MulC_I(out, 1.0 / self.s_iso)
@@ -209,11 +244,24 @@ class Shooter:
         return min(ca.Min(self.i2), ca.Min(self.i3))
 
     def stable(self, max_cfl):
-        """The last shoot is usable: finite, within the stability bound, not folded."""
+        """The last shoot is usable: finite, within the stability bound, not folded.
+
+        Args:
+            max_cfl (float): the stability bound on dt * max_x |Dv(x)|.
+
+        Returns:
+            bool.
+        """
         return (math.isfinite(self.cfl) and self.cfl <= max_cfl
                 and math.isfinite(self.min_jac) and self.min_jac > 0.0)
 
     def shoot(self, m0):
+        """Integrates the geodesic from ``m0``: fills g_n, ginv_n, v_n, m_n for n = 0..T
+        and the stability numbers (``cfl``, ``min_jac``) that :meth:`stable` reads.
+
+        Args:
+            m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
+        """
         T, dt = self.T, 1.0 / self.T
         ca.SetToIdentity(self.g[0])
         ca.SetToIdentity(self.ginv[0])
@@ -262,7 +310,17 @@ class Shooter:
     def energy(self, m0, I0, I1, deformed):
         """(E_img, E_reg) after shoot(m0); ``deformed`` = I0 o phi_1^-1.
         E_img = E_metric(I1, deformed) / (2 sigma^2) (SSD: the sum of squares
-        times the voxel volume); the metric's force is kept for gradient()."""
+        times the voxel volume); the metric's force is kept for gradient().
+
+        Args:
+            m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
+            I0 (Image3D): the moving image (of the scale).
+            I1 (Image3D): the fixed image (of the scale).
+            deformed (Image3D): output of energy(), I0 o phi_1^-1 (input of gradient()).
+
+        Returns:
+            tuple: (E_img, E_reg), floats.
+        """
         ca.ApplyH(deformed, I0, self.ginv[self.T])
         e_img = 0.5 * self.metric.evaluate(I1, deformed, self.i1) / (self.sigma ** 2)
         self._force_of = deformed
@@ -299,7 +357,15 @@ class Shooter:
     def gradient(self, I0, deformed, I1, out, precondition=True):
         """out = L m_hat(0) (after shoot and energy; the descent direction is
         m0 - out), or m_hat(0) itself with precondition=False (the L2 gradient
-        of E is then K m0 - m_hat(0), per unit voxel volume)."""
+        of E is then K m0 - m_hat(0), per unit voxel volume).
+
+        Args:
+            I0 (Image3D): the moving image (of the scale).
+            deformed (Image3D): output of energy(), I0 o phi_1^-1 (input of gradient()).
+            I1 (Image3D): the fixed image (of the scale).
+            out (Field3D): output, on the shooter's grid.
+            precondition (bool): return L m_hat(0) (True, default) or m_hat(0).
+        """
         T, dt = self.T, 1.0 / self.T
         # I_hat(1) = -dE_img/dI(1) / voxelVol = force / sigma^2 (SSD: -(I(1) - I1)/sigma^2),
         # the metric's force of the last energy() on this deformed image
@@ -356,7 +422,29 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
     Warm start (the atlas builder's): ``init_momentum`` (a Field3D on the
     fixed grid, physical units, any memory type; default None = zero) is the
     m0 the descent starts from; it needs a single full-resolution level
-    (``scales=[1]``, ConfigError otherwise). It is copied, never modified."""
+    (``scales=[1]``, ConfigError otherwise). It is copied, never modified.
+
+    Args:
+        fixed (Image3D): the fixed (reference) image; any memory type, 2-D (size z == 1) or 3-D.
+        moving (Image3D): the moving image, on the fixed image's grid.
+        config (dict or str, optional): parameters as a dict or the path of a YAML file; default
+            None (``DEFAULTS``).
+        quiet (bool): no progress bar; default False.
+        init_momentum (Field3D, optional): warm start: the m0 to start from, on the fixed grid,
+            physical units; default None = zero.
+        **params: keyword overrides of any ``DEFAULTS`` key (applied after ``config``).
+
+    Returns:
+        RegistrationResult: with ``method='lddmm'``.
+
+    Raises:
+        TypeError: inputs that are not Image3Ds.
+        ValueError: images on different grids, or an ``init_momentum`` of the wrong size.
+        ConfigError: unknown or bad parameters.
+
+    Example:
+        ``r = lddmm_register(fixed, moving, scales=[2, 1], iters=[30, 10], quiet=True)``
+    """
     check_pair(fixed, moving, 'lddmm_register')
     cfg = merge_config(DEFAULTS, config, params)
     mType = compute_mem_type(cfg['device'], fixed)

@@ -14,6 +14,12 @@ folder first, moved into ``outdir`` when every one was written
                     *as given to the registration*, i.e. already on the fixed
                     grid (``PyCA.Apps.io.load_pair``); deformed = ApplyH(moving, h)
 ``hinv.nii.gz``     its inverse, where the method has one (LDDMM, greedy)
+``warp.nii.gz``     the whole transform (affine pre-alignment and deformation)
+                    as an ITK displacement field in physical LPS mm on the
+                    fixed grid, into the ORIGINAL moving file's space
+                    (SimpleITK DisplacementFieldTransform, antsApplyTransforms)
+``transform.json``  the fixed and original moving grids and the affine: what
+                    pyca-apply needs (PyCA.Apps.apply)
 ``momentum.nii.gz`` LDDMM's initial momentum (result.momentum), LDDMM only
 ``jacdet.nii.gz``   the Jacobian determinant of h (voxel units: 1 = no change
                     of volume, <= 0 = folded)
@@ -403,7 +409,8 @@ def _draw_text(ax, s, fontsize=10):
 
 # --------------------------------------------------------------------------- entry point
 
-def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None, stage=None):
+def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=None, stage=None,
+                  moving_space=None):
     """Writes deformed / hfield / [hinv] / [momentum] / jacdet NIfTI files,
     summary.png and summary.json to ``outdir`` (see the module notes) and
     returns the summary dict. ``fixed`` and ``moving`` are the images given
@@ -415,14 +422,17 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     staging folder and moved into ``outdir`` only when every one was
     written, so a failure (a full disk: OSError naming the file and the
     cause) leaves ``outdir`` as it was. ``stage``: an OutputStage of the
-    caller's (which then also commits it), for runs with more files."""
+    caller's (which then also commits it), for runs with more files.
+    ``moving_space``: the original moving file's grid and the affine
+    pre-alignment, for warp.nii.gz and transform.json (None: the moving
+    image as given, no affine; see PyCA.Apps.apply.write_transform_files)."""
     from .staging import OutputStage
     outdir = os.fspath(outdir)
     own = stage is None
     if own:
         stage = OutputStage(outdir)
     try:
-        data = _write_outputs(stage, result, fixed, moving, extra, mask, title)
+        data = _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_space)
         if own:
             stage.commit()
     except BaseException:
@@ -432,7 +442,7 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     return data
 
 
-def _write_outputs(stage, result, fixed, moving, extra, mask, title):
+def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_space=None):
     direction = GetDirection(fixed)
     fixed_h = _on_fixed_grid(fixed, fixed, 'the fixed image')
     moving_h = _on_fixed_grid(moving, fixed, 'the moving image')
@@ -455,6 +465,8 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title):
     if getattr(result, 'hinv', None) is not None and tuple(result.hinv.size()) == tuple(fixed.size()):
         SaveITKField(_on_fixed_grid(result.hinv, fixed, 'result.hinv'), out('hinv.nii.gz'), True,
                      direction=direction)
+    from .apply import write_transform_files   # warp.nii.gz, transform.json
+    write_transform_files(out, h, fixed, moving_space, hinv='hinv' in files)
     if getattr(result, 'momentum', None) is not None:
         SaveITKField(_on_fixed_grid(result.momentum, fixed, 'result.momentum'), out('momentum.nii.gz'),
                      True, direction=direction)

@@ -96,6 +96,8 @@ def build_parser():
                     'H-field, the Jacobian determinant and a one-page summary.',
         epilog='Outputs in --out: deformed.nii.gz, hfield.nii.gz (voxel coordinates), '
                'hinv.nii.gz (when the method has it), momentum.nii.gz (LDDMM), jacdet.nii.gz, '
+               'warp.nii.gz (the whole transform as an ITK displacement field, physical mm: '
+               'for SimpleITK, ANTs and pyca-apply), transform.json, '
                'summary.png, summary.json (and affine.tfm with --affine). '
                'Exit status: 0 done, 2 bad input, 1 the registration or writing failed.')
     p.add_argument('--fixed', required=True, metavar='F', help='fixed (target) image file (NIfTI, MetaImage, NRRD, ...)')
@@ -362,8 +364,10 @@ def _main(argv=None):
                                  lambda tmp: sitk.WriteTransform(info['affine_transform'], tmp),
                                  'affine.tfm')
                     extra['affine']['file'] = outs.final('affine.tfm')
+                # the original moving file's grid and the affine: warp.nii.gz, transform.json
+                moving_space = dict(grid=info.get('moving_grid'), affine=info.get('affine_transform'))
                 summary = write_outputs(args.out, result, fixed, moving, extra=extra, mask=mask,
-                                        title=title, stage=outs)
+                                        title=title, stage=outs, moving_space=moving_space)
         for w in caught:
             if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)):
                 continue
