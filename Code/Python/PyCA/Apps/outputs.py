@@ -106,10 +106,12 @@ def mismatch(a, b, mask=None):
 
 
 def jacobian_determinant(h):
-    """det(dh/dx) of an H-field in voxel units (ca.JacDetH): a host Image3D."""
+    """det(dh/dx) of an H-field in voxel units (ca.JacDetHVoxel: 1 for the
+    identity on any spacing; ca.JacDetH divides by the voxel volume as the
+    legacy): a host Image3D."""
     hh = _host_field(h)
     j = ca.Image3D(hh.grid(), ca.MEM_HOST)
-    ca.JacDetH(j, hh)
+    ca.JacDetHVoxel(j, hh)
     return j
 
 
