@@ -9,6 +9,13 @@
 // error messages carry that variant's declaration, as in the legacy module.
 %feature("python:cdefaultargs");
 
+// Docstrings: SWIG writes each function's C++ overload signatures (typed
+// argument names); the prose comes from one table, Code/SWIG/doc/core_docs.py,
+// which gen_core_docs.py turns into PyCA/_core_doc.py at build time (installed
+// by the %pythoncode at the end of this file). Architecture.md, "Docstrings
+// and stubs".
+%feature("autodoc", "1");
+
 // NumPy scalars (np.float32, np.int64, ...) are not Python floats/ints; cast
 // mode lets number arguments take anything with __float__/__index__, so
 // e.g. MulC_I(im, arr.max()) works under NumPy 2's scalar promotion rules.
@@ -75,3 +82,14 @@
 %include "alg.i"
 %include "io.i"
 %include "type_opers.i"
+
+// Keep this last: the docstrings of everything above (generated _core_doc.py).
+%pythoncode %{
+try:
+    from . import _core_doc
+except ImportError:
+    _core_doc = None
+if _core_doc is not None:
+    _core_doc.apply(globals())
+del _core_doc
+%}

@@ -38,7 +38,7 @@ of each other:
    field x + v / (2^K spacing) (``VtoH``, max step <= 1/64 voxel) composed with
    itself K times (``ComposeHH``);
 4. v is rescaled (a few secant steps) until the largest displacement
-   |h_true(x) - x| * spacing inside ``mask`` (the whole grid without one)
+   ``|h_true(x) - x| * spacing`` inside ``mask`` (the whole grid without one)
    equals ``max_disp_mm`` (to 0.5 %).
 
 Then ``JacDetHVoxel(psi) > 0`` and ``JacDetHVoxel(h_true) > 0`` are checked
@@ -147,7 +147,20 @@ def _resample_to_spacing(im, spacing_mm):
 def load_mni(spacing_mm=2.0, mType=ca.MEM_HOST):
     """(T1 template normalised to [0, 1], brain mask 0/1) on a ``spacing_mm``
     grid (module notes: Gaussian pre-smoothing, then ResampleWorld), both
-    Image3D in ``mType`` memory."""
+    Image3D in ``mType`` memory.
+
+    Args:
+        spacing_mm (float): the grid spacing in mm (isotropic); default 2.0.
+        mType (MemoryType): memory type of the results; default MEM_HOST.
+
+    Returns:
+        tuple: (template Image3D, mask Image3D).
+
+    Raises:
+        ValueError: ``spacing_mm`` is not a positive number.
+        ImportError: nilearn is not installed.
+        FileNotFoundError: nilearn lacks the MNI template data.
+    """
     from PyCA.Common import LoadITKImage, GetDirection, SetDirection
     spacing_mm = float(spacing_mm)
     if not (spacing_mm > 0 and math.isfinite(spacing_mm)):
@@ -193,7 +206,14 @@ RESCAN = dict(bias=0.2, bias_smoothness_mm=40.0, gamma=0.75, noise_sd=0.03, seed
 
 def load_mni_tissues(spacing_mm=2.0):
     """(grey matter, white matter) probabilities (0..1, host Image3Ds) on the
-    grid of ``load_mni(spacing_mm)``."""
+    grid of ``load_mni(spacing_mm)``.
+
+    Args:
+        spacing_mm (float): the grid spacing in mm (isotropic); default 2.0.
+
+    Returns:
+        tuple: (grey matter Image3D, white matter Image3D).
+    """
     from PyCA.Common import LoadITKImage
     out = []
     for p in mni_tissue_paths():
@@ -211,7 +231,15 @@ def t2_like(t1, spacing_mm=2.0):
     dark (0.25), other head tissue 0.35. CSF is what the brain's envelope
     (the grey + white mask, closed by a 6 mm Gaussian) holds besides grey and
     white matter: the ventricles and sulci. Intensities are not a monotone
-    function of the T1's: only a metric like ``mi`` relates the two."""
+    function of the T1's: only a metric like ``mi`` relates the two.
+
+    Args:
+        t1 (Image3D): the ``load_mni`` image of the same spacing (its grid is used).
+        spacing_mm (float): the grid spacing in mm (isotropic); default 2.0.
+
+    Returns:
+        Image3D: the T2-like image, host memory.
+    """
     from scipy import ndimage
     gm, wm = (np.array(im.asnp(), np.float64) for im in load_mni_tissues(spacing_mm))
     T1 = np.array(t1.asnp(), np.float64) if t1.memType() != ca.MEM_DEVICE else None
@@ -239,7 +267,19 @@ def rescan(im, bias=RESCAN['bias'], bias_smoothness_mm=RESCAN['bias_smoothness_m
            gamma=RESCAN['gamma'], noise_sd=RESCAN['noise_sd'], seed=RESCAN['seed']):
     """(image, info): ``im`` (intensities in [0, 1], host) as another scanner
     session would give it: ``(clip(im, 0, 1) ** gamma) * b + noise``, b a smooth
-    bias field of +-``bias`` and Gaussian noise of ``noise_sd``; seeded."""
+    bias field of +-``bias`` and Gaussian noise of ``noise_sd``; seeded.
+
+    Args:
+        im (Image3D): the image, intensities in [0, 1], host memory.
+        bias (float): amplitude of the multiplicative bias field (+-bias); default 0.2.
+        bias_smoothness_mm (float): Gaussian smoothing of the bias field, mm; default 40.
+        gamma (float): intensity exponent; default 0.75.
+        noise_sd (float): standard deviation of the Gaussian noise; default 0.03.
+        seed (int): the random seed; default 1 for rescan, 0 for random_deformation.
+
+    Returns:
+        tuple: (Image3D, dict of the parameters used).
+    """
     rng = np.random.default_rng(seed)
     g = im.grid()
     shape = tuple(int(v) for v in g.size())
@@ -277,7 +317,16 @@ def _identity_comps(size):
 
 
 def displacement_mm(h, spacing=None):
-    """|h(x) - x| * spacing (mm) as an (X, Y, Z) float64 array."""
+    """``|h(x) - x| * spacing`` (mm) as an (X, Y, Z) float64 array.
+
+    Args:
+        h (Field3D): an H-field (voxel coordinates).
+        spacing (Vec3Df or 3 numbers, optional): the spacing in mm; default None = the field's grid
+            spacing.
+
+    Returns:
+        numpy.ndarray: float64 array of shape (X, Y, Z).
+    """
     g = h.grid()
     sp = [g.spacing()[d] for d in range(3)] if spacing is None else [float(s) for s in spacing]
     comps = _host_comps(h)
@@ -341,7 +390,25 @@ def random_deformation(grid, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, mask=N
     ``max_disp_mm``. Deterministic for a given ``seed``. Use it as
     ``moving = ApplyH(fixed, psi)``: a registration of moving onto fixed
     should return h ~ h_true. RuntimeError if a Jacobian determinant is not
-    positive everywhere (does not happen for smoothness_mm >~ 2 max_disp_mm)."""
+    positive everywhere (does not happen for smoothness_mm >~ 2 max_disp_mm).
+
+    Args:
+        grid (GridInfo): the grid of the deformation.
+        max_disp_mm (float): the largest displacement of h_true inside ``mask``, mm; default 8.
+        smoothness_mm (float): standard deviation of the velocity's Gaussian smoothing, mm; default
+            20.
+        seed (int): the random seed; default 1 for rescan, 0 for random_deformation.
+        mask (Image3D, optional): the voxels that count (> 0.5), on the field's grid; default None
+            (all).
+        mType (MemoryType): memory type of the results; default MEM_HOST.
+
+    Returns:
+        tuple: (psi Field3D, h_true Field3D), H-fields in voxel coordinates.
+
+    Raises:
+        ValueError: ``max_disp_mm`` < 0, ``smoothness_mm`` <= 0, or an empty mask.
+        RuntimeError: a Jacobian determinant <= 0 (not invertible).
+    """
     if not (max_disp_mm >= 0 and smoothness_mm > 0):
         raise ValueError("max_disp_mm must be >= 0 and smoothness_mm > 0, got %r, %r"
                          % (max_disp_mm, smoothness_mm))
@@ -415,9 +482,24 @@ def random_deformation(grid, max_disp_mm=8.0, smoothness_mm=20.0, seed=0, mask=N
 
 
 def deformation_error(h, h_true, mask=None, spacing=None):
-    """dict(mean_mm, p95_mm, max_mm, n_voxels) of |h - h_true| * spacing (mm)
+    """dict(mean_mm, p95_mm, max_mm, n_voxels) of ``|h - h_true| * spacing`` (mm)
     over the voxels where ``mask`` > 0.5 (None: all). ``spacing`` defaults to
-    h's grid spacing (a Vec3Df or 3 numbers)."""
+    h's grid spacing (a Vec3Df or 3 numbers).
+
+    Args:
+        h (Field3D): an H-field (voxel coordinates).
+        h_true (Field3D): the true H-field, same grid as ``h``.
+        mask (Image3D, optional): the voxels that count (> 0.5), on the field's grid; default None
+            (all).
+        spacing (Vec3Df or 3 numbers, optional): the spacing in mm; default None = the field's grid
+            spacing.
+
+    Returns:
+        dict: mean_mm, p95_mm, max_mm (floats) and n_voxels (int).
+
+    Raises:
+        ValueError: fields of different sizes, or an empty mask.
+    """
     g = h.grid()
     if tuple(g.size()) != tuple(h_true.grid().size()):
         raise ValueError("deformation_error: h and h_true have different sizes (%s, %s)"
