@@ -270,3 +270,15 @@ def test_golden_legacy_and_voxel(case):
         out = ca.Image3D(g, ca.MEM_HOST)
         fn(out, *ins, *enums)
         close(to_np(out), scale * want, "%s %s" % (fn.__name__, case["id"]), rtol=rtol, atol=atol * scale)
+
+
+def test_apps_report_voxel_units():
+    """PyCA.Apps' det J (summaries, fold checks) is JacDetHVoxel: the
+    identity gives 1 on an anisotropic grid, an affine map its determinant."""
+    outputs = pytest.importorskip("PyCA.Apps.outputs")
+    size, _ = GRIDS["3d"]
+    A = np.array([[1.2, 0.3, -0.1], [0.05, 0.9, 0.2], [-0.3, 0.1, 1.1]])
+    for h, want in ((ref.identity(size), 1.0), (voxel_affine("3d", A, [1.0, 2.0, -0.5]), np.linalg.det(A))):
+        j = outputs.jacobian_determinant(field_from(h, g_of("3d")))
+        assert j.memType() == ca.MEM_HOST
+        close(to_np(j), np.full(size, want), "Apps jacobian_determinant", rtol=1e-5)
