@@ -1,6 +1,10 @@
 """NumPy bridges, slicing, deformation and small utilities around PyCA.Core
 (legacy PyCACommon; file IO is in PyCAIO).
 
+Module layers (no import cycle): ``_arrays`` (the NumPy conversions) is the
+lowest, ``PyCAIO`` imports it, and this module imports both; the
+conversions are re-exported here and by PyCA.Common.
+
 Heavy or optional packages (scipy, matplotlib) are imported only by the
 functions that need them.
 """
@@ -13,99 +17,16 @@ import numpy as np
 
 import PyCA.Core as core
 
+from . import PyCAIO as _io
+from ._arrays import (AsNPCopy, CopyDataFromNPArr, FieldFromNPArr, ImFromNPArr,  # noqa: F401
+                      IsField3D, IsImage3D, _vec3f)
+
 __all__ = ['ImFromNPArr', 'FieldFromNPArr', 'AsNPCopy', 'CopyDataFromNPArr',
            'IsImage3D', 'IsField3D', 'ImFromDLPack', 'FieldFromDLPack',
            'DIMMAP', 'ExtractROI', 'ExtractSliceArr', 'ExtractSliceIm', 'ExtractSliceArrIm',
            'ExtractSliceVF', 'ExtractSliceArrVF', 'ComposeDef', 'TukeyWindow', 'TukeyWindow1D',
            'AddWhiteNoise', 'GaussianBlur', 'ReadVolWriteFrames', 'SaveSliceStack',
            'Distribute', 'Mkdir_p', 'ReadPLUNC']
-
-
-def IsImage3D(obj):
-    """True for an Image3D (managed or not)."""
-    return isinstance(obj, core.Image3D)
-
-
-def IsField3D(obj):
-    """True for a Field3D (managed or not)."""
-    return isinstance(obj, core.Field3D)
-
-
-def _vec3f(v, default):
-    if v is None:
-        v = default
-    if isinstance(v, core.Vec3Df):
-        return v.copy()
-    x, y, z = v
-    return core.Vec3Df(float(x), float(y), float(z))
-
-
-def _grid(shape, sp, orig):
-    size = core.Vec3Di(*[int(s) for s in shape])
-    return core.GridInfo(size, _vec3f(sp, (1.0, 1.0, 1.0)), _vec3f(orig, (0.0, 0.0, 0.0)))
-
-
-def ImFromNPArr(arr, mType=core.MEM_HOST, sp=None, orig=None):
-    """A new Image3D holding a copy of ``arr``.
-
-    A 2-D (X, Y) array becomes X x Y x 1 (``np.atleast_3d``, as in the
-    legacy; a 1-D array of n values therefore becomes 1 x n x 1).
-    """
-    a = np.atleast_3d(np.asarray(arr, dtype=np.float32))
-    if a.ndim != 3:
-        raise ValueError("ImFromNPArr expects a 1-, 2- or 3-D array, got shape %s" % (a.shape,))
-    im = core.Image3D(_grid(a.shape, sp, orig), core.MEM_HOST)
-    im.asnp()[...] = a
-    im.toType(mType)
-    return im
-
-
-def FieldFromNPArr(arr, mType=core.MEM_HOST, sp=None, orig=None):
-    """A new Field3D from an X x Y x Z x 3, X x Y x 3 or X x Y x 2 array
-    (in the last case the z component is 0)."""
-    a = np.asarray(arr, dtype=np.float32)
-    if a.ndim == 3 and a.shape[2] in (2, 3):
-        a = a[:, :, np.newaxis, :]
-    if a.ndim != 4 or a.shape[3] not in (2, 3):
-        raise ValueError("FieldFromNPArr expects X x Y x Z x 3, X x Y x 3 or X x Y x 2, got %s" % (a.shape,))
-    f = core.Field3D(_grid(a.shape[:3], sp, orig), core.MEM_HOST)
-    views = f.asnp()
-    for d in range(3):
-        views[d][...] = a[..., d] if d < a.shape[3] else 0.0
-    f.toType(mType)
-    return f
-
-
-def AsNPCopy(obj):
-    """A NumPy copy of an Image3D (float32, X x Y x Z) or Field3D (float64,
-    X x Y x Z x 3, as in the legacy), from any memory type. The object is
-    left in its memory type."""
-    if IsImage3D(obj):
-        return core._host_array(obj)
-    if IsField3D(obj):
-        return core._host_array(obj).astype(np.float64)
-    raise TypeError("AsNPCopy expects an Image3D or Field3D, got %s" % type(obj).__name__)
-
-
-def CopyDataFromNPArr(out, arr):
-    """Copies ``arr`` into an existing Image3D or Field3D of the same size
-    (any memory type); raises ValueError if the sizes differ."""
-    a = np.asarray(arr, dtype=np.float32)
-    size = tuple(out.size())
-    if IsImage3D(out):
-        a = np.atleast_3d(a)
-        if a.shape != size:
-            raise ValueError("array shape %s does not match image size %s" % (a.shape, size))
-    elif IsField3D(out):
-        if a.ndim == 3 and a.shape[2] in (2, 3) and size[2] == 1:
-            a = a[:, :, np.newaxis, :]
-        if a.shape[:3] != size or a.ndim != 4 or a.shape[3] not in (2, 3):
-            raise ValueError("array shape %s does not match field size %s x 3" % (a.shape, size))
-        if a.shape[3] == 2:
-            a = np.concatenate([a, np.zeros(a.shape[:3] + (1,), np.float32)], axis=3)
-    else:
-        raise TypeError("CopyDataFromNPArr expects an Image3D or Field3D, got %s" % type(out).__name__)
-    core._fill_from_array(out, a)
 
 
 def ImFromDLPack(obj, sp=None, orig=None, copy=None):
@@ -444,25 +365,8 @@ def _frame_name(pattern, i):
 
 
 def _save_png(arr2d, fname, rng, cmap):
-    """Writes a 2-D array (rows = first axis) as a PNG: PyCAIO.SavePNGImage
-    when the IO module provides it, else matplotlib's Agg writer."""
-    try:
-        from . import PyCAIO as _io
-        save = getattr(_io, 'SavePNGImage', None)
-    except ImportError:
-        save = None
-    if save is not None:
-        save(ImFromNPArr(arr2d), fname, rng=rng, cmap=cmap)
-        return
-    try:
-        import matplotlib
-        matplotlib.use  # noqa: B018 (import check)
-        from matplotlib import image as mimage
-    except ImportError:
-        raise ImportError("writing PNG frames needs matplotlib: pip install matplotlib") from None
-    a = np.asarray(arr2d, dtype=np.float64)
-    vmin, vmax = (float(np.nanmin(a)), float(np.nanmax(a))) if rng is None else map(float, rng)
-    mimage.imsave(fname, a, vmin=vmin, vmax=vmax, cmap=cmap)
+    """Writes a 2-D array (rows = first axis) as a PNG with PyCAIO.SavePNGImage."""
+    _io.SavePNGImage(ImFromNPArr(arr2d), fname, rng=rng, cmap=cmap)
 
 
 def SaveSliceStack(im, outPattern, dim='z', rng=None, cmap='gray'):
@@ -499,18 +403,7 @@ def ReadVolWriteFrames(inFile, outPattern, dim='z', rng=None, cmap='gray'):
     """Reads a volume (a file name, read with PyCAIO.LoadImage or
     LoadITKImage, or an Image3D) and writes its slices along ``dim`` as PNG
     frames (see SaveSliceStack). Returns the list of file names."""
-    if IsImage3D(inFile):
-        im = inFile
-    else:
-        try:
-            from . import PyCAIO as _io
-        except ImportError:
-            _io = None
-        load = getattr(_io, 'LoadImage', None) or getattr(_io, 'LoadITKImage', None)
-        if load is None:
-            raise ImportError("ReadVolWriteFrames needs PyCA.Common.PyCAIO (LoadImage) to read "
-                              "%r; pass an Image3D instead" % (inFile,))
-        im = load(inFile)
+    im = inFile if IsImage3D(inFile) else _io.LoadImage(inFile)
     return SaveSliceStack(im, outPattern, dim=dim, rng=rng, cmap=cmap)
 
 

@@ -81,7 +81,7 @@ import zlib
 import numpy as np
 
 import PyCA.Core as core
-from .PyCACommon import AsNPCopy, FieldFromNPArr, ImFromNPArr, IsField3D, IsImage3D
+from ._arrays import AsNPCopy, FieldFromNPArr, ImFromNPArr, IsField3D, IsImage3D
 
 __all__ = ['LoadITKImage', 'SaveITKImage', 'LoadITKField', 'SaveITKField', 'ReadGrid',
            'LoadPNGImage', 'SavePNGImage',
