@@ -1,4 +1,4 @@
-"""Atlas (population template) building, in one process or over MPI ranks.
+"""Atlas (population template) building, in one process or over MPI ranks::
 
     result = build_atlas(images, method='greedy'|'lddmm', config=None, quiet=False,
                          comm=None, out=None, checkpoint_every=0, resume=False, **params)
@@ -151,20 +151,36 @@ DEFAULTS = {
 class AtlasResult:
     """What build_atlas returns (identical ``atlas`` on every rank).
 
-    atlas          Image3D (compute memory type): the final atlas.
-    mean           Image3D: the initial atlas (the plain mean of the subjects).
-    energy         per atlas iteration: the sum over subjects of their final
-                   registration energies (all ranks).
-    iterations     atlas iterations done (including resumed ones).
-    seconds        wall time of this call; seconds_per_iter per iteration
-                   (resumed iterations: as recorded in the checkpoint).
-    subjects       the subject indices this rank handled (Distribute).
-    h, deformed    {index: Field3D / Image3D} of the local subjects, from
-                   their registrations of the last iteration (against the
-                   atlas that iteration started from): the H-field (atlas
-                   grid -> subject voxels) and the subject in atlas space;
-                   momentum {index: m_i} for LDDMM (else {}), same iteration.
-    mean_momentum_norm, momentum_norm: LDDMM per iteration (module notes).
+    Attributes:
+        method (str): 'greedy' or 'lddmm'.
+        atlas (Image3D): the final atlas (compute memory type).
+        mean (Image3D): the initial atlas (the plain mean of the subjects).
+        energy (list of float): per atlas iteration, the sum over subjects of
+            their final registration energies (all ranks).
+        iterations (int): atlas iterations done (including resumed ones).
+        seconds (float): wall time of this call.
+        subjects (list of int): the subject indices this rank handled (Distribute).
+        h (dict of int to Field3D): per local subject, the H-field (atlas grid
+            -> subject voxels) of its registration in the last iteration
+            (against the atlas that iteration started from).
+        deformed (dict of int to Image3D): per local subject, the subject in
+            atlas space, same iteration.
+        momentum (dict of int to Field3D): per local subject, its initial
+            momentum m_i for LDDMM (else empty), same iteration.
+        seconds_per_iter (list of float): wall time per iteration (resumed
+            iterations: as recorded in the checkpoint).
+        mean_momentum_norm (list of float): LDDMM, per iteration (module notes).
+        momentum_norm (list of float): LDDMM, per iteration (module notes).
+        names (list of str): the subjects' names (file names or indices).
+        ranks (int): the number of MPI ranks.
+        rank (int): this rank.
+        device (str): 'cpu' or 'gpu'.
+        resumed_from (int): the checkpoint's iteration count the run resumed
+            from (0: started afresh).
+        config (dict): the merged configuration, with the registration's
+            (``register``) and the warm-started iterations' (``warm``).
+        files (dict): the paths of the outputs written to ``out`` (atlas,
+            deformations, atlas_summary_png, atlas_summary_json, ...).
     """
     method: str
     atlas: Any
@@ -631,6 +647,30 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     With several ranks an exception on any rank prints one line and calls
     ``comm.Abort(1)`` (the whole job stops rather than hangs); in one
     process it propagates. Returns an :class:`AtlasResult`.
+
+    Args:
+        images (list of Image3D or str): the subjects, all on one grid, or their file paths; every
+            rank passes the full list.
+        method (str): 'greedy' (default) or 'lddmm'.
+        config (dict or str, optional): parameters as a dict or the path of a YAML file; default
+            None (``DEFAULTS``).
+        quiet (bool): no progress bar; default False.
+        comm (mpi4py.MPI.Comm, optional): the communicator; default None = COMM_WORLD when mpi4py
+            loads, else one process.
+        out (str, optional): the output folder (module notes); default None writes nothing.
+        checkpoint_every (int): with ``out``: checkpoint every N iterations and after the last;
+            default 0 (none).
+        resume (bool): continue from ``out/checkpoint`` when there is one; default False.
+        extra (dict, optional): entries added to atlas_summary.json; default None.
+        **params: keyword overrides of any ``DEFAULTS`` key (applied after ``config``).
+
+    Returns:
+        AtlasResult: the atlas and the per-iteration numbers.
+
+    Raises:
+        ConfigError: unknown or bad parameters, or a checkpoint of another run.
+        TypeError or ValueError: images that are not Image3Ds or paths, or on different grids.
+        OSError: an output that cannot be written.
     """
     t_start = time.perf_counter()
     method = str(method).lower()
@@ -968,6 +1008,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
+    """The ``pyca-atlas`` command line's parser (its options are listed by ``--help``).
+
+    Returns:
+        argparse.ArgumentParser: the parser (usage errors: exit status 2).
+    """
     p = _Parser(prog=PROG,
                 description='Builds an atlas (population template) of images on one grid with PyCA '
                             '(greedy fluid or LDDMM registrations to the current atlas, then averaging), '
@@ -1098,7 +1143,15 @@ def _setup(args):
 
 
 def main(argv=None):
-    """Runs the command line; returns the exit status (0, 1 or 2)."""
+    """Runs the command line; returns the exit status (0, 1 or 2).
+
+    Args:
+        argv (list of str, optional): the arguments without the program name; default None =
+            ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status.
+    """
     from ._common import run_cli
     return run_cli(_main, argv)
 
