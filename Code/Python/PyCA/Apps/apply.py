@@ -230,7 +230,8 @@ def write_transform_files(path_of, h, fixed, moving_space=None, hinv=False, who=
        direction as 3 / 9 numbers; missing: the fixed grid) and ``affine``
        (None, a SimpleITK AffineTransform or dict(matrix, translation,
        center): fixed physical -> moving physical, LPS mm).
-    hinv: whether the result folder holds ``hinv.nii.gz``.
+    hinv: whether the result folder holds ``hinv.nii.gz`` (bool, default False).
+    who: the name error messages start with (default 'write_outputs').
     Returns the transform record (also written as ``transform.json``).
     Raises ValueError for bad records, OSError when a save fails (naming
     the file)."""
@@ -258,10 +259,12 @@ def write_transform_files(path_of, h, fixed, moving_space=None, hinv=False, who=
 # --------------------------------------------------------------------------- reading
 
 def read_transform(result):
-    """The transform record (``transform.json``) of the result folder
-    ``result`` (str or os.PathLike), with the absolute paths of its files.
-    FileNotFoundError: no such folder or no transform.json; ValueError: a
-    record that is not one."""
+    """The transform record (``transform.json``) of a result folder, with
+    the paths of its files added (``hfield_path``, ``hinv_path``, ``warp_path``).
+
+    result: the result folder (str or os.PathLike).
+    Raises FileNotFoundError (no such folder, or no transform.json in it) and
+    ValueError (a file, or a record that is not a PyCA transform record)."""
     result = os.fspath(result)
     if not os.path.exists(result):
         raise FileNotFoundError("result folder not found: '%s'" % result)
@@ -506,7 +509,9 @@ def build_parser():
 
 
 def main(argv=None):
-    """Runs ``pyca-apply``; returns the exit status (0, 1 or 2)."""
+    """Runs ``pyca-apply``; returns the exit status (0, 1 or 2).
+
+    argv: the arguments (list of str; default None: ``sys.argv[1:]``)."""
     from .register import UsageError, _message
     debug = os.environ.get('PYCA_DEBUG', '') not in ('', '0')
 

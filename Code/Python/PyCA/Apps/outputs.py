@@ -425,7 +425,7 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     written, so a failure (a full disk: OSError naming the file and the
     cause) leaves ``outdir`` as it was. ``stage``: an OutputStage of the
     caller's (which then also commits it), for runs with more files.
-    ``moving_space``: the original moving file's grid and the affine
+    moving_space: the original moving file's grid and the affine
     pre-alignment, for warp.nii.gz and transform.json (None: the moving
     image as given, no affine; see PyCA.Apps.apply.write_transform_files)."""
     from .staging import OutputStage
