@@ -57,8 +57,12 @@ def signature_lines(doc, name):
         if m and m.group(1) == name:
             names = []
             for p in split_params(m.group(2)):
+                # 'name: Type = default' (Python style), or 'Type name=default' (C++ style)
                 p = p.split('=', 1)[0].strip()
-                names.append(re.findall(r'\w+', p)[-1] if re.findall(r'\w+', p) else p)
+                if ':' in p:
+                    names.append(p.split(':', 1)[0].strip())
+                else:
+                    names.append(re.findall(r'\w+', p)[-1] if re.findall(r'\w+', p) else p)
             out.append((line, [n for n in names if n != 'self']))
     return out
 
@@ -182,7 +186,7 @@ def test_docstrings_show_the_overloads_and_conventions():
     sigs = signature_lines(doc, 'ApplyH')
     assert len(sigs) == 2
     assert any(names[:3] == ['a_o', 'a_i', 'a_h'] for _, names in sigs)
-    assert 'Image3D a_o' in doc and 'BackgroundStrategy bg' in doc
+    assert 'a_o: Image3D' in doc and 'bg: BackgroundStrategy = BACKGROUND_STRATEGY_CLAMP' in doc
     assert 'H-field' in doc and 'Args:' in doc and 'Raises:' in doc
     assert 'Input grids are not equal' in doc and 'memory types are not compatible' in doc
     assert 'in place' in core.Add_I.__doc__.lower() or 'first argument' in core.Add_I.__doc__

@@ -499,12 +499,17 @@ D['DivBack'] = doc('Divergence by backward differences (the adjoint of GradFor, 
 D['Magnitude'] = doc('Vector length of a field: a_o = |a_i|.', raises=GRID_ERRORS)
 D['SqrMagnitude'] = doc('Squared vector length of a field: a_o = |a_i|^2.', raises=GRID_ERRORS)
 D['ComponentDotProd'] = doc('Pointwise dot product of two fields: d_o = d_i . d_i1.', raises=GRID_ERRORS)
-D['JacDetH'] = doc('Jacobian determinant of an H-field, or of three gradient fields (2 x 2 when the '
-                   'size in z is 1).', details=HFIELD + ' Differences are in physical units.',
-                   raises=GRID_ERRORS)
-D['JacDetHVoxel'] = doc('Jacobian determinant of an H-field with differences in voxel units '
-                        '(identity -> 1 whatever the spacing), or of three gradient fields.',
-                        details=HFIELD, raises=GRID_ERRORS)
+D['JacDetH'] = doc('Jacobian determinant of an H-field as the legacy defines it, or the determinant '
+                   'of the matrix with rows a_Xg, a_Yg, a_Zg (2 x 2 when the size in z is 1).',
+                   details=HFIELD + ' The derivatives of the voxel-coordinate H-field are divided by '
+                           'the spacing (as Gradient and Jacobian), so the identity gives 1 / voxel volume; '
+                           'JacDetHVoxel gives the volume ratio (1 for the identity).',
+                   raises=GRID_ERRORS, example='JacDetH(jdet, h)')
+D['JacDetHVoxel'] = doc('Jacobian determinant of an H-field in voxel units (PyCA extension, not in the '
+                        'legacy): JacDetH times the voxel volume, so the identity gives 1 and an affine '
+                        'map its determinant on any spacing (the local volume ratio). The three-field '
+                        'form takes the physical gradients that Jacobian returns.',
+                        details=HFIELD, raises=GRID_ERRORS, example='JacDetHVoxel(jdet, h)')
 D['JacDetV'] = doc('Jacobian determinant det(I + J) from the gradients of a V-field.', raises=GRID_ERRORS)
 D['JacDetVInv'] = doc('Legacy det(I - J) from the gradients of a V-field (only the diagonal is '
                       'negated, as in the legacy).', raises=GRID_ERRORS)

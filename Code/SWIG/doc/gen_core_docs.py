@@ -184,6 +184,22 @@ def py_type(ctype, for_doc=True):
     return table.get(t, t)
 
 
+def sig_type(ctype):
+    """A type for a signature line: a Python expression (Sphinx parses these)."""
+    t = py_type(ctype)
+    return {'stream or None': 'StreamT', 'tuple(float, float)': 'tuple[float, float]'}.get(
+        t, re.sub(r'[^\w\[\], ]', '', t).replace(' ', '') or 'object')
+
+
+def py_default(d):
+    """A C++ default as Python: PyCA::Vec3Df(1.f, 1.f, 1.f) -> Vec3Df(1.0, 1.0, 1.0)."""
+    d = d.replace('PyCA::', '')
+    d = re.sub(r'(\d)\.f\b', r'\1.0', d)
+    d = re.sub(r'(\d)f\b', r'\1', d)
+    d = re.sub(r'(\d)\.(?!\d)', r'\1.0', d)
+    return d
+
+
 def indent(text, n):
     pad = ' ' * n
     return '\n'.join(pad + l if l.strip() else '' for l in text.splitlines())
@@ -209,11 +225,14 @@ def compose(entry, spec, arg_doc, clsname):
     """Docstring = the SWIG signatures + the table's prose (Google style)."""
     lines = []
     if entry.kind == 'swig' and entry.sigs:
+        # one line per C++ overload, as Python annotations (Sphinx autodoc reads
+        # them as the signatures): name: type = default
         label = entry.name
         for params, ret in entry.sigs:
-            ps = ', '.join('%s%s%s' % (('%s ' % py_type(c)) if c else '', n, ('=%s' % d) if d is not None else '')
+            ps = ', '.join('%s%s%s' % (n, (': %s' % sig_type(c)) if c else '',
+                                       (' = %s' % py_default(d)) if d is not None else '')
                            for n, c, d in params)
-            r = py_type(ret) if ret else ''
+            r = sig_type(ret) if ret else ''
             lines.append('%s(%s)%s' % (label, ps, (' -> %s' % r) if r and r != 'None' else ''))
         lines.append('')
     lines.append(spec['summary'].strip())
@@ -233,7 +252,7 @@ def compose(entry, spec, arg_doc, clsname):
             t = ' or '.join(types)
             d = desc.strip()
             if defaults and 'Default' not in d:
-                d += ' Default: %s.' % ', '.join(defaults)
+                d += ' Default: %s.' % ', '.join(py_default(x) for x in defaults)
             args_lines.append('%s%s: %s' % (name, (' (%s)' % t) if t else '', d))
         if args_lines:
             lines += ['', 'Args:'] + [indent(l, 4) for l in args_lines]
@@ -415,7 +434,8 @@ def main(argv):
         if d:
             docs[('', e.name)] = d
         if e.kind == 'swig' and len(e.sigs) == 1:
-            sigs_out[('', e.name)] = [(n, dflt) for n, _, dflt in e.sigs[0][0]]
+            sigs_out[('', e.name)] = [(n, py_default(dflt) if dflt is not None else None)
+                                      for n, _, dflt in e.sigs[0][0]]
     for cname, (bases, cdoc, members) in classes.items():
         if cname.startswith('_'):
             continue
@@ -436,7 +456,7 @@ def main(argv):
                 docs[(cname, '__init__')] = d
         for m in members:
             if m.kind == 'swig' and len(m.sigs) == 1:
-                ps = [(n, dflt) for n, _, dflt in m.sigs[0][0]]
+                ps = [(n, py_default(dflt) if dflt is not None else None) for n, _, dflt in m.sigs[0][0]]
                 sigs_out[(cname, m.name)] = ps if m.is_static else [('self', None)] + ps
             if m.name.startswith('_') or m.kind == 'alias' or m.name == 'thisown' or getattr(m, 'slot', False):
                 continue
