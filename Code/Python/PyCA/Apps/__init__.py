@@ -4,7 +4,7 @@ Functions (each takes Image3Ds on any memory type, computes on the CPU or
 the GPU -- ``device='cpu'|'gpu'|'auto'`` -- in 2-D (size z == 1) or 3-D, takes
 scratch from the ThreadMemoryManager, shows a tqdm bar with the energy unless
 ``quiet=True``, and accepts ``config=`` (a dict or a YAML file path) and
-keyword overrides of every parameter; ``DEFAULTS`` of each module lists them):
+keyword overrides of every parameter; ``DEFAULTS`` of each module lists them)::
 
     greedy_register(fixed, moving, config=None, quiet=False, **params)  -> RegistrationResult
     elastic_register(fixed, moving, config=None, quiet=False, **params) -> RegistrationResult
@@ -46,7 +46,28 @@ def __getattr__(name):
 
 def register(fixed, moving, method='lddmm', config=None, quiet=False, **params):
     """Registers ``moving`` onto ``fixed`` with ``method`` ('lddmm', 'greedy' or
-    'elastic'); see the method's function for its parameters."""
+    'elastic'); see the method's function for its parameters.
+
+    Args:
+        fixed (Image3D): the fixed (reference) image; any memory type, 2-D (size z == 1) or 3-D.
+        moving (Image3D): the moving image, on the fixed image's grid.
+        method (str): 'lddmm' (default), 'greedy' or 'elastic'.
+        config (dict or str, optional): parameters as a dict or the path of a YAML file; default
+            None (``DEFAULTS``).
+        quiet (bool): no progress bar; default False.
+        **params: keyword overrides of the method's ``DEFAULTS`` (e.g. ``scales``, ``iters``,
+            ``metric``).
+
+    Returns:
+        RegistrationResult: the method's result.
+
+    Raises:
+        ConfigError: an unknown method or parameter.
+        TypeError, ValueError: inputs the method cannot use (see the method).
+
+    Example:
+        ``r = register(fixed, moving, method='greedy', quiet=True); warped = r.deformed``
+    """
     m = str(method).lower()
     if m not in METHODS:
         raise ConfigError("method must be one of %s, got %r" % (', '.join(METHODS), method))

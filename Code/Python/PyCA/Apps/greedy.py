@@ -1,7 +1,7 @@
 """Greedy fluid registration (the legacy ``Examples/GreedyReg.py``) on PyCA.Core.
 
 The moving image ``I1`` is pulled onto the fixed image ``I0`` by an H-field
-``h`` on the fixed grid, built as a composition of small smooth steps:
+``h`` on the fixed grid, built as a composition of small smooth steps::
 
     Idef = I1 o h                        ApplyH(Idef, I1, h)
     diff = I0 - Idef                     Sub(diff, I0, Idef)

@@ -18,6 +18,7 @@ Forward shooting (EPDiff in Lagrangian form, ``nsteps`` steps of dt = 1/nsteps):
     phi_{t+dt} = phi_t + dt v_t o phi_t    (``ApplyH`` of the field; Euler or RK4)
     phi_{t+dt}^-1                          (``UpdateInverse``: the fixed point of
                                             the inverse of phi_t + w)
+
 The deformed image is ``ApplyH(I0, phi_1^-1)``; ``result.h`` is phi_1^-1 (an
 H-field on the fixed grid into the moving image) and ``result.hinv`` phi_1.
 
@@ -28,6 +29,7 @@ from t = 1 to 0, ``m_hat(1) = 0``)::
                phi_t o phi_1^-1            (``ComposeHH``, ``Splat``)
     d m_hat/dt = ad_v m_hat + K(I_hat grad I_t - ad*_{m_hat} m_t)
                (``AdInf``, ``CoAdInf``, ``Gradient``, ``applyInverseOperator``)
+
 The L2 gradient is K m0 - m_hat(0); the step is preconditioned by L = K^-1
 (the gradient in the metric of the momenta): ``m0 <- m0 - eps (m0 - L m_hat(0))``
 (``applyOperator``), with the step halved (and the iteration redone) when the
@@ -247,7 +249,7 @@ class Shooter:
         """The last shoot is usable: finite, within the stability bound, not folded.
 
         Args:
-            max_cfl (float): the stability bound on dt * max_x |Dv(x)|.
+            max_cfl (float): the stability bound on ``dt * max_x |Dv(x)|``.
 
         Returns:
             bool.

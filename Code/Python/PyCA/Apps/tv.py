@@ -1,7 +1,7 @@
 """Total-variation denoising (the legacy ``Examples/PrimalDualTV.py`` and
 ``Examples/ROFTV.py``) on PyCA.Core, in 2-D (size z == 1) or 3-D.
 
-Both methods minimise the ROF energy of the image ``u`` given the noisy ``f``
+Both methods minimise the ROF energy of the image ``u`` given the noisy ``f``::
 
     E(u) = TV(u) + lam/2 ||u - f||^2,     TV(u) = sum |grad u|
 
@@ -10,7 +10,7 @@ Both methods minimise the ROF energy of the image ``u`` given the noisy ``f``
 negative adjoint (``DivBack`` with BC_WRAP: the dual field's component normal to
 the far border is always zero, so the wrap adds nothing there).
 
-'primal_dual' (Chambolle-Pock, the legacy PrimalDualTV):
+'primal_dual' (Chambolle-Pock, the legacy PrimalDualTV)::
 
     p    = P(p + sigma grad ubar)         GradFor; Add_MulC_I; ReprojectToUnitVec
     u'   = (u + tau div p + tau lam f) / (1 + tau lam)
@@ -19,7 +19,7 @@ the far border is always zero, so the wrap adds nothing there).
 
 with ``tau = sigma = 1/||grad||`` by default (``||grad||^2 <= 4 sum 1/sp^2``).
 
-'rof' (gradient descent on the smoothed energy, the legacy ROFTV):
+'rof' (gradient descent on the smoothed energy, the legacy ROFTV)::
 
     E_eps(u) = sum sqrt(|grad u|^2 + eps^2) + lam/2 ||u - f||^2
     u' = u + dt (div(grad u / |grad u|_eps) - lam (u - f))
