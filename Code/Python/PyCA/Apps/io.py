@@ -84,7 +84,20 @@ def _check_not_4d(path, role):
 
 def load_image(path, role='image', mType=ca.MEM_HOST):
     """An Image3D from ``path`` (LoadITKImage) after the 4-D check; the
-    direction is recorded as LoadITKImage does."""
+    direction is recorded as LoadITKImage does.
+
+    Args:
+        path (str): the image file (NIfTI, MetaImage, NRRD, ... through SimpleITK).
+        role (str): the image's role in messages ('fixed', 'moving', ...); default 'image'.
+        mType (MemoryType): memory type of the result(s); default MEM_HOST.
+
+    Returns:
+        Image3D.
+
+    Raises:
+        ValueError: a 4-D (or higher) image, or one without voxels.
+        ImportError: SimpleITK is missing.
+    """
     path = os.fspath(path)
     _check_not_4d(path, role)
     im = LoadITKImage(path, ca.MEM_HOST)
@@ -117,7 +130,16 @@ def _host_array(im):
 
 def to_sitk(im, dim=None, array=None):
     """A SimpleITK float32 image with the voxels (or ``array``, (x, y, z)),
-    spacing, origin and direction of ``im``; 2-D when ``dim == 2`` (or z == 1)."""
+    spacing, origin and direction of ``im``; 2-D when ``dim == 2`` (or z == 1).
+
+    Args:
+        im (Image3D): the image.
+        dim (int, optional): 2 for a 2-D SimpleITK image; default None = 2 when z == 1, else 3.
+        array (numpy.ndarray, optional): voxels (x, y, z) to use instead of ``im``'s; default None.
+
+    Returns:
+        SimpleITK.Image: float32.
+    """
     sitk = _sitk()
     if dim is None:
         dim = 2 if _is2d(im) else 3
@@ -136,7 +158,15 @@ def to_sitk(im, dim=None, array=None):
 def from_sitk(img, like):
     """An Image3D on ``like``'s grid (host memory) holding the voxels of the
     SimpleITK image ``img`` (which must have that size); ``like``'s
-    direction is recorded on it."""
+    direction is recorded on it.
+
+    Args:
+        img (SimpleITK.Image): the image, of ``like``'s size.
+        like (Image3D): the image whose grid (and direction) the result takes.
+
+    Returns:
+        Image3D: host memory.
+    """
     sitk = _sitk()
     a = sitk.GetArrayFromImage(img).T
     if a.ndim == 2:
@@ -152,7 +182,19 @@ def from_sitk(img, like):
 def resample_to(moving, fixed, transform=None, interp='linear', default=0.0):
     """``moving`` resampled onto ``fixed``'s grid through world coordinates
     (origin, spacing, direction; optional SimpleITK ``transform`` mapping
-    fixed physical points to moving physical points). Host Image3D."""
+    fixed physical points to moving physical points). Host Image3D.
+
+    Args:
+        moving (Image3D): the image to resample.
+        fixed (Image3D): the image whose grid (origin, spacing, direction) is the target.
+        transform (SimpleITK.Transform, optional): fixed physical -> moving physical points; default
+            None (identity).
+        interp (str): 'linear' (default) or 'nearest'.
+        default (float): value outside the moving image; default 0.0.
+
+    Returns:
+        Image3D: host memory, on ``fixed``'s grid.
+    """
     sitk = _sitk()
     dim = 2 if (_is2d(fixed) and _is2d(moving)) else 3
     ref = to_sitk(fixed, dim, array=np.zeros(tuple(fixed.size()), np.float32))
@@ -184,7 +226,19 @@ def normalize_intensity(im, lo_pct=0.5, hi_pct=99.5, robust=True, mask=None):
     percentile to 0 and the ``hi_pct``-th to 1, clipped (``robust=False``:
     the minimum and the maximum). Percentiles are taken inside ``mask``
     (an Image3D, non-zero = inside) when given. A constant image becomes 0.
-    Returns ``(lo, hi)``, the values mapped to 0 and 1."""
+    Returns ``(lo, hi)``, the values mapped to 0 and 1.
+
+    Args:
+        im (Image3D): the image.
+        lo_pct (float): the percentile mapped to 0; default 0.5.
+        hi_pct (float): the percentile mapped to 1; default 99.5.
+        robust (bool): percentiles (True, default) or the minimum and maximum (False).
+        mask (Image3D, optional): non-zero = the voxels the percentiles are taken over; default None
+            (all).
+
+    Returns:
+        tuple: (lo, hi), the values mapped to 0 and 1.
+    """
     a = _host_array(im).astype(np.float64)
     finite = np.isfinite(a)
     sel = finite
@@ -233,7 +287,15 @@ def _shrink_for_n4(im, target=40, max_factor=4, min_size=8):
 def foreground_mask(im, dim=None):
     """The 0/1 SimpleITK UInt8 foreground of ``im`` (an Image3D): the Otsu
     threshold's bright class among the positive voxels (the positive voxels
-    when Otsu leaves fewer than 1 % of them, e.g. a skull-stripped image)."""
+    when Otsu leaves fewer than 1 % of them, e.g. a skull-stripped image).
+
+    Args:
+        im (Image3D): the image.
+        dim (int, optional): 2 for a 2-D image; default None = 2 when z == 1, else 3.
+
+    Returns:
+        SimpleITK.Image: UInt8, 0/1.
+    """
     sitk = _sitk()
     a = _host_array(im).astype(np.float64)
     pos = np.isfinite(a) & (a > 0)
@@ -273,7 +335,24 @@ def bias_correct(im, mask=None, shrink=None, iterations=(50, 50, 50), info=None)
     image divided by its exponential. Negative values are set to 0 first (N4
     works on the logarithm of the intensities); an image with fewer than 32
     foreground voxels is returned as it is. ``info`` (a dict) receives the
-    shrink factor, the mask size, the field's range and the seconds."""
+    shrink factor, the mask size, the field's range and the seconds.
+
+    Args:
+        im (Image3D): the image.
+        mask (Image3D, optional): on ``im``'s grid, non-zero = inside; default None =
+            :func:`foreground_mask`.
+        shrink (int, optional): the shrink factor of the estimate; default None = automatic (1 to
+            4).
+        iterations (sequence of int): N4 iterations per B-spline fitting level; default (50, 50,
+            50).
+        info (dict, optional): receives details of what was done; default None.
+
+    Returns:
+        Image3D: host memory, on ``im``'s grid.
+
+    Raises:
+        RuntimeError: N4 failed.
+    """
     sitk = _sitk()
     t0 = time.perf_counter()
     dim = 2 if _is2d(im) else 3
@@ -331,7 +410,21 @@ def match_histogram(moving, reference, levels=256, match_points=15, info=None):
     of ``reference`` (any grid): SimpleITK HistogramMatchingImageFilter,
     ``levels`` histogram bins, ``match_points`` quantiles, the voxels below
     each image's mean (the background) left out of the histograms. Returns
-    a new host Image3D on ``moving``'s grid."""
+    a new host Image3D on ``moving``'s grid.
+
+    Args:
+        moving (Image3D): the image whose histogram is changed.
+        reference (Image3D): the image whose histogram is matched (any grid).
+        levels (int): histogram bins; default 256.
+        match_points (int): matched quantiles; default 15.
+        info (dict, optional): receives details of what was done; default None.
+
+    Returns:
+        Image3D: host memory, on ``moving``'s grid.
+
+    Raises:
+        RuntimeError: the SimpleITK filter failed.
+    """
     sitk = _sitk()
     t0 = time.perf_counter()
     src = to_sitk(moving, 2 if _is2d(moving) else 3)
@@ -386,7 +479,23 @@ def affine_align(fixed, moving, metric='mattes', mask=None, iterations=100, seed
     information (``metric='mattes'``; 8 to 50 bins, growing with the number
     of voxels: small images need few) or correlation
     (``metric='correlation'``), started from CenteredTransformInitializer
-    (moments). ``mask`` (on the fixed grid) restricts the metric."""
+    (moments). ``mask`` (on the fixed grid) restricts the metric.
+
+    Args:
+        fixed (Image3D): the fixed image (any grid).
+        moving (Image3D): the moving image (any grid).
+        metric (str): 'mattes' (default), 'correlation' or 'mse'.
+        mask (Image3D, optional): on the fixed grid: restricts the metric; default None.
+        iterations (int): optimiser iterations per level; default 100.
+        seed (int): the metric sampling's random seed; default 1.
+
+    Returns:
+        tuple: (SimpleITK.AffineTransform, dict of details).
+
+    Raises:
+        ValueError: an unknown ``metric``.
+        RuntimeError: the registration failed.
+    """
     sitk = _sitk()
     dim = 2 if (_is2d(fixed) and _is2d(moving)) else 3
     F, M = to_sitk(fixed, dim), to_sitk(moving, dim)
@@ -466,7 +575,32 @@ def load_pair(fixed_path, moving_path, affine=False, mType=ca.MEM_HOST, mask_pat
     of both images first (:func:`bias_correct`); ``match_histogram``: the
     moving image's histogram matched to the fixed one's (after the bias
     correction, before the normalisation; :func:`match_histogram`). See the
-    module notes."""
+    module notes.
+
+    Args:
+        fixed_path (str): the fixed image file.
+        moving_path (str): the moving image file.
+        affine (bool): affine pre-alignment of the moving image (:func:`affine_align`); default
+            False.
+        mType (MemoryType): memory type of the result(s); default MEM_HOST.
+        mask_path (str, optional): a mask file (non-zero = inside), resampled onto the fixed grid;
+            default None.
+        normalize (bool): normalise both images to [0, 1] (:func:`normalize_intensity`); default
+            True.
+        affine_metric (str): the metric of the affine pre-alignment; default 'mattes'.
+        info (dict, optional): receives details of what was done; default None.
+        bias_correct (bool): N4 correction of both images first; default False.
+        match_histogram (bool): match the moving image's histogram to the fixed one's; default
+            False.
+
+    Returns:
+        tuple: (fixed Image3D, moving Image3D, mask Image3D or None).
+
+    Raises:
+        ValueError: images of different dimensions, a mask that does not fit or is empty, or images
+            that do not overlap in world coordinates.
+        RuntimeError: a failed pre-processing step.
+    """
     info = {} if info is None else info
     info['bias_correct'] = bool(bias_correct)
     info['match_histogram'] = bool(match_histogram)
