@@ -706,14 +706,15 @@ def bench_diff_ops(rows, n, reps, nthreads, want, labels, thr):
         h_c = [np.ascontiguousarray(c.T) for c in h_np]  # [z, y, x]
 
         def np_jacdet():
-            # J[i][j] = d h_i / d x_j in voxel units (np.gradient gives d/dz, d/dy, d/dx)
-            J = [np.gradient(c)[::-1] for c in h_c]
+            # J[i][j] = d h_i / d x_j, x physical as the legacy JacDetH (np.gradient
+            # gives d/dz, d/dy, d/dx)
+            J = [np.gradient(c, sp[2], sp[1], sp[0])[::-1] for c in h_c]
             return (J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1])
                     - J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0])
                     + J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]))
         agree = agreement(rows, '%s %s' % (l_jac, size), 'numpy', ours_out, np_jacdet().T)
         add(l_jac, ours, time_budget(np_jacdet, reps), 'numpy.gradient x3 + det',
-            '%s; np.gradient (edge_order=1, = BC_APPROX) of each component, voxel units, 3x3 determinant '
+            '%s; np.gradient (edge_order=1, = BC_APPROX) of each component / spacing, 3x3 determinant '
             'in NumPy; %d B/voxel (h 12, det 4)' % (agree, BYTES['JacDetH']), 'JacDetH')
 
     if want(l_coad):
@@ -1783,7 +1784,7 @@ def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
 
         def quality(h, deformed_arr):
             jac = ca.Image3D(g, ca.MEM_HOST)
-            ca.JacDetH(jac, h)
+            ca.JacDetHVoxel(jac, h)  # voxel units: the volume ratio
             j = np.array(jac.asnp())
             err = deformation_error(h, h_true, mask)
             msd = float(np.mean((np.asarray(deformed_arr, np.float64)[inside] - F[inside]) ** 2))
