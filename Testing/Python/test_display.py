@@ -243,3 +243,194 @@ def test_device_data_is_copied(tmp_path):
     display.JacDetPlot(f, newFig=True)
     display.GridPlot(f, newFig=True)
     assert f.memType() == ca.MEM_DEVICE and im.memType() == ca.MEM_DEVICE
+
+
+# ---------------------------------------------------------------------------
+# pyplot state as the legacy left it (issue 17, item 3): the legacy drew with
+# plt.imshow / plt.plot / plt.quiver, so after each call the drawn figure and
+# axes are current and the drawn image is plt.gci(); nothing beyond what the
+# legacy drew is added by default.
+
+def _state(fig, ax, mappable=None):
+    assert plt.gcf() is fig
+    assert plt.gca() is ax
+    if mappable is not None:
+        assert plt.gci() is mappable
+
+
+def test_pyplot_state_new_figure():
+    a = sample_image((24, 20, 1))
+    v = folding_field()
+    h = common.WavyDef((24, 20), nWaves=2, waveAmp=1.5)
+    before = plt.figure()
+    fig, ax = display.DispImage(a)  # newFig=True (legacy default)
+    assert fig is not before
+    _state(fig, ax, ax.images[-1])
+    fig, ax = display.JacDetPlot(v, newFig=True)
+    _state(fig, ax, ax.images[-1])
+    assert len(fig.axes) == 1, "JacDetPlot adds no colorbar by default (legacy)"
+    fig, ax = display.GridPlot(h, every=4, isVF=False, newFig=True)
+    _state(fig, ax)
+    fig, ax = display.Quiver(v, every=4, newFig=True)
+    _state(fig, ax, ax.collections[-1])  # as plt.quiver
+    fig, ax = display.EnergyPlot([3.0, 2.0, 1.5, 1.2])
+    _state(fig, ax)
+
+
+def test_pyplot_state_current_axes_and_colorbar():
+    """The legacy Example pattern: subplot, draw with newFig=False, then
+    plt.colorbar() / plt.title() act on what was drawn."""
+    a = sample_image((24, 20, 1))
+    v = folding_field()
+    fig0 = plt.figure()
+    ax1 = plt.subplot(1, 3, 1)
+    fig, ax = display.DispImage(a, newFig=False)
+    assert (fig, ax) == (fig0, ax1)
+    _state(fig0, ax1, ax1.images[-1])
+    cb = plt.colorbar()
+    assert cb.mappable is ax1.images[-1]
+    plt.title("image")
+    assert ax1.get_title() == "image"
+    ax2 = plt.subplot(1, 3, 2)
+    fig, ax = display.JacDetPlot(v, title="jd")
+    assert (fig, ax) == (fig0, ax2) and len(fig0.axes) == 3  # 2 plots + 1 colorbar
+    _state(fig0, ax2, ax2.images[-1])
+    cb = plt.colorbar()
+    assert cb.mappable is ax2.images[-1] and isinstance(cb.norm, matplotlib.colors.LogNorm)
+    ax3 = plt.subplot(1, 3, 3)
+    fig, ax = display.GridPlot(v, every=4, newFig=False)
+    _state(fig0, ax3)
+    plt.title("grid")
+    assert ax3.get_title() == "grid" and ax2.get_title() == "jd"
+    plt.draw()
+
+
+def test_pyplot_state_given_axes():
+    a = sample_image((16, 12, 1))
+    f1, (a1, a2) = plt.subplots(1, 2)
+    f2 = plt.figure()  # current figure is now f2
+    fig, ax = display.DispImage(a, ax=a1)
+    assert (fig, ax) == (f1, a1)
+    _state(f1, a1, a1.images[-1])
+    fig, ax = display.JacDetPlot(folding_field(), ax=a2, colorbar=True)
+    _state(f1, a2, a2.images[-1])
+    assert len(f1.axes) == 3  # the colorbar asked for; gca stays the plot axes
+    # a standalone Figure (not pyplot's) is drawn into but not adopted
+    from matplotlib.figure import Figure
+    nums = plt.get_fignums()
+    sf = Figure()
+    sax = sf.add_subplot()
+    fig, ax = display.DispImage(a, ax=sax)
+    assert (fig, ax) == (sf, sax) and plt.get_fignums() == nums and plt.gcf() is f1
+    assert sf.gca() is sax and sax._gci() is sax.images[-1]
+    plt.close(f2)
+
+
+def test_save_three_pane_state(tmp_path):
+    fig, axes = display.SaveThreePaneArr(sample_image((12, 10, 8)), str(tmp_path / "t.png"))
+    _state(fig, axes[-1], axes[-1].images[-1])
+
+
+def test_jacdet_plot_colorbar_option():
+    fig, ax = display.JacDetPlot(folding_field(), newFig=True)
+    assert len(fig.axes) == 1 and ax.images[0].colorbar is None
+    fig, ax = display.JacDetPlot(folding_field(), newFig=True, colorbar=True)
+    assert len(fig.axes) == 2 and ax.images[0].colorbar is not None
+
+
+_LEGACY_SCRIPTS = {
+    # the legacy Examples' figure: subplots drawn with newFig=False, then
+    # pyplot calls on what was drawn
+    "panels": r'''
+import json, sys
+import numpy as np
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+import PyCA.Core as ca
+import PyCA.Common as common
+import PyCA.Display as display
+
+imSz = [64, 48]
+I0 = common.ImFromNPArr(common.DrawEllipse(imSz, [32, 24], 20, 12) + 0.3 * common.DrawChecker(imSz, 8))
+h = common.WavyDef(imSz, nWaves=2, waveAmp=3.0)
+v = common.WavyDef(imSz, nWaves=2, waveAmp=3.0, deformation=False)
+I1 = ca.Image3D(I0.grid(), I0.memType())
+ca.ApplyH(I1, I0, h)
+
+plt.figure('legacy')
+plt.subplot(2, 2, 1)
+display.DispImage(I0, 'I0', newFig=False)
+plt.colorbar()
+plt.subplot(2, 2, 2)
+display.DispImage(I1, newFig=False)
+plt.title('I0 o h')
+plt.colorbar()
+plt.subplot(2, 2, 3)
+display.DispImage(I1, newFig=False)
+display.GridPlot(h, every=4, isVF=False, newFig=False)
+plt.title('grid')
+plt.subplot(2, 2, 4)
+display.JacDetPlot(v, 'Jac. Det.', newFig=False)
+plt.colorbar()
+plt.draw()
+plt.savefig(sys.argv[1])
+fig = plt.gcf()
+plots = [ax for ax in fig.axes if ax.get_label() != '<colorbar>']
+print(json.dumps({'axes': len(fig.axes), 'titles': [ax.get_title() for ax in plots],
+                  'colorbars': [bool(ax.images) and ax.images[0].colorbar is not None for ax in plots],
+                  'lines': [len(ax.lines) for ax in plots]}))
+''',
+    # a 3-D volume shown in its own figure (newFig=True), then an energy plot
+    "volume": r'''
+import json, sys
+import numpy as np
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+import PyCA.Core as ca
+import PyCA.Common as common
+import PyCA.Display as display
+
+arr = np.zeros((40, 32, 9), np.float32)
+arr[...] = common.DrawCircle([40, 32])[:, :, None] * np.arange(1, 10)[None, None, :]
+im = common.ImFromNPArr(arr)
+display.DispImage(im, sliceIdx=6, dim='z')
+plt.colorbar()
+plt.title('slice 6')
+plt.savefig(sys.argv[1])
+shown = plt.gci().get_array()
+display.EnergyPlot([10.0, 5.0, 3.0, 2.5, 2.2, 2.1])
+plt.xlabel('it')
+plt.savefig(sys.argv[2])
+xlabel = plt.gca().get_xlabel()
+print(json.dumps({'max': float(shown.max()), 'title': plt.figure(1).axes[0].get_title(),
+                  'fignums': plt.get_fignums(), 'xlabel': xlabel}))
+''',
+}
+
+
+def test_legacy_example_panels(tmp_path):
+    import json
+    out = str(tmp_path / "panels.png")
+    r = run_python(_LEGACY_SCRIPTS["panels"], out)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    check_png(out)
+    assert info["titles"] == ["I0", "I0 o h", "grid", "Jac. Det."]
+    assert info["colorbars"] == [True, True, False, True]  # plt.colorbar() hit each image drawn
+    assert info["axes"] == 4 + 3  # no extra colorbar from JacDetPlot
+    # 64/4 + 48/4 deformed lines and as many base lines, in the grid panel only
+    assert info["lines"] == [0, 0, 2 * (16 + 12), 0]
+
+
+def test_legacy_example_volume(tmp_path):
+    import json
+    out1, out2 = str(tmp_path / "vol.png"), str(tmp_path / "energy.png")
+    r = run_python(_LEGACY_SCRIPTS["volume"], out1, out2)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    check_png(out1)
+    check_png(out2)
+    assert info["max"] == 7.0  # slice 6 (values 1..9 along z) inside the circle
+    assert info["title"] == "slice 6" and info["fignums"] == [1, 2] and info["xlabel"] == "it"

@@ -8,6 +8,16 @@ plots use the same axes, so they overlay ``DispImage``. Image3D/Field3D
 data in any memory type is copied to the host; NumPy arrays (indexed
 [x, y(, z)]) are accepted wherever an image is. V-fields are in physical
 units (divided by the spacing to get voxels), H-fields in voxels.
+
+pyplot state: every drawing function leaves the figure and axes it drew
+into current (``plt.gcf()``, ``plt.gca()``) and, when it drew an image
+(``DispImage``, ``JacDetPlot``, ``SaveThreePaneArr``) or arrows
+(``Quiver``), that artist as the current image (``plt.gci()``), as the
+legacy's ``plt.imshow``/``plt.quiver`` calls did; so the legacy pattern
+``plt.subplot(...); DispImage(im, newFig=False); plt.colorbar();
+plt.title(...)`` works. By default nothing is drawn beyond what the legacy
+drew (no colorbar unless ``colorbar=True``). A standalone matplotlib Figure
+passed through ``ax=`` is not adopted by pyplot.
 """
 import math
 import numbers
@@ -27,6 +37,7 @@ if ('matplotlib.pyplot' not in sys.modules and not os.environ.get('MPLBACKEND')
     if _chosen is None:
         matplotlib.use('Agg')
 
+import matplotlib._pylab_helpers  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import colors as _mcolors  # noqa: E402
@@ -72,6 +83,31 @@ def _axes(newFig, ax):
         fig = plt.figure()
         return fig, fig.add_subplot(111)
     return plt.gcf(), plt.gca()
+
+
+def _pyplot_figure(fig):
+    """True when fig is one of pyplot's open figures (not a standalone
+    Figure, which pyplot must not adopt)."""
+    manager = getattr(fig.canvas, 'manager', None)
+    if manager is None or not plt.fignum_exists(manager.num):
+        return False
+    return any(m.canvas.figure is fig for m in
+               matplotlib._pylab_helpers.Gcf.get_all_fig_managers())
+
+
+def _make_current(fig, ax, mappable=None):
+    """Leaves pyplot's state as the legacy's plt.* drawing calls did: ax is
+    the current axes of fig, fig the current figure (when pyplot manages it)
+    and mappable (an image or collection drawn into ax) the current image,
+    so plt.gci(), plt.colorbar(), plt.title() and plt.clim() act on what
+    was just drawn."""
+    root = fig.get_figure(root=True) if hasattr(fig, 'get_figure') else fig
+    if _pyplot_figure(root):
+        plt.sca(ax)
+    else:
+        fig.sca(ax)
+    if mappable is not None:
+        ax._sci(mappable)  # what pyplot.sci does (pyplot.sci needs gca() to be ax)
 
 
 def _atomic_mpl(fname, save, who, add_ext=True):
@@ -160,7 +196,8 @@ def DispImage(im, title=None, sliceIdx=None, dim='z', cmap='gray', newFig=True, 
     of the grey scale, ``t`` transposes, ``log`` uses a logarithmic colour
     scale (non-positive voxels are left blank). Draws into a new figure
     (``newFig``), the current axes, or ``ax``; saves to ``fname`` if given.
-    Returns (fig, ax)."""
+    The image is left as pyplot's current image (``plt.colorbar()`` works
+    next); ``colorbar=True`` adds one itself. Returns (fig, ax)."""
     s = _image_slice(im, sliceIdx, dim, t)
     vmin, vmax = _range(rng)
     fig, ax = _axes(newFig, ax)
@@ -175,6 +212,7 @@ def DispImage(im, title=None, sliceIdx=None, dim='z', cmap='gray', newFig=True, 
     else:
         img = ax.imshow(s, cmap=cmap, vmin=vmin, vmax=vmax, interpolation='nearest')
     ax.set_axis_off()
+    _make_current(fig, ax, img)
     if colorbar:
         fig.colorbar(img, ax=ax)
     return _finish(fig, ax, title, fname)
@@ -210,9 +248,10 @@ def SaveThreePaneArr(npimg, outname, cmap='gray', rng=None, sliceIdx=None, title
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     for d, ax in enumerate(axes):
         s = ExtractSliceArr(a, idx[d], d)
-        ax.imshow(s, cmap=cmap, vmin=vmin, vmax=vmax, interpolation='nearest')
+        img = ax.imshow(s, cmap=cmap, vmin=vmin, vmax=vmax, interpolation='nearest')
         ax.set_title("%s = %d" % ("xyz"[d], a.shape[d] // 2 if idx[d] is None else idx[d]))
         ax.set_axis_off()
+        _make_current(fig, ax, img)
     if title is not None:
         fig.suptitle(title)
     _atomic_mpl(outname, lambda tmp, fmt: fig.savefig(tmp, format=fmt), 'SaveThreePaneArr')
@@ -242,6 +281,7 @@ def GridPlot(vf, sliceIdx=None, dim='z', every=1, isVF=True, color='g', plotBase
         for j in range(0, p.shape[1], every):
             ax.plot(q[:, j], p[:, j], color=c, linewidth=lw)
     _image_axes(ax, P.shape, lim)
+    _make_current(fig, ax)
     return _finish(fig, ax, title, fname)
 
 
@@ -258,9 +298,10 @@ def Quiver(vf, sliceIdx=None, dim='z', every=1, isVF=True, color='k', scale=1.0,
     sl = (slice(None, None, every), slice(None, None, every))
     fig, ax = _axes(newFig, ax)
     lim = _limits(ax)
-    ax.quiver(Q0[sl], P0[sl], (Q - Q0)[sl], (P - P0)[sl], color=color, angles='xy',
-              scale_units='xy', scale=1.0 / scale)
+    q = ax.quiver(Q0[sl], P0[sl], (Q - Q0)[sl], (P - P0)[sl], color=color, angles='xy',
+                  scale_units='xy', scale=1.0 / scale)
     _image_axes(ax, P.shape, lim)
+    _make_current(fig, ax, q)  # as plt.quiver
     return _finish(fig, ax, title, fname)
 
 
@@ -287,11 +328,13 @@ def _host_hfield(vf, isVF):
 
 
 def JacDetPlot(vf, title='Jac. Det.', jd_max=10.0, cmap='PRGn', nonpos_clr=(1.0, 0.0, 0.0, 1.0),
-               sliceIdx=None, dim='z', isVF=True, newFig=False, ax=None, colorbar=True, t=False,
+               sliceIdx=None, dim='z', isVF=True, newFig=False, ax=None, colorbar=False, t=False,
                fname=None):
     """Shows a slice of the Jacobian determinant of a deformation (``JacDetH``
     of the H-field, or of x + v / spacing for a V-field) on the log colour
     scale of JacDetCMap; non-positive values (folds) in ``nonpos_clr``.
+    As the legacy, no colorbar by default (``plt.colorbar()`` next adds one
+    for the image, which is left current); ``colorbar=True`` adds one.
     Returns (fig, ax)."""
     if not IsField3D(vf):
         raise TypeError("JacDetPlot expects a Field3D, got %s" % type(vf).__name__)
@@ -303,6 +346,7 @@ def JacDetPlot(vf, title='Jac. Det.', jd_max=10.0, cmap='PRGn', nonpos_clr=(1.0,
     fig, ax = _axes(newFig, ax)
     img = ax.imshow(np.ma.masked_where(~(s > 0), s), cmap=cm, norm=norm, interpolation='nearest')
     ax.set_axis_off()
+    _make_current(fig, ax, img)
     if colorbar:
         fig.colorbar(img, ax=ax, extend='both')
     return _finish(fig, ax, title, fname)
@@ -433,4 +477,5 @@ def EnergyPlot(energy, trim=0.05, legend=None, title='Energy', newFig=True, ax=N
     ax.set_xlabel(xlabel)
     if legend is not None:
         ax.legend()
+    _make_current(fig, ax)
     return _finish(fig, ax, title, fname)
