@@ -62,7 +62,7 @@ def doc(summary, details=None, args=None, returns=None, raises=None, example=Non
 # ---- argument glossary (C++ parameter names) ------------------------------------------
 
 ARGS = {
-    'a_o': 'Output (overwritten); for the _I forms also the first operand.',
+    'a_o': 'Output (overwritten).',
     'd_o': 'Output (overwritten).',
     'a_i': 'First input.',
     'd_i': 'First input.',
@@ -400,6 +400,7 @@ D['MemTypeStr'] = doc('Human-readable name of a memory type: "host memory", "pin
                       '"gpu_device_memory" or "uninitialized memory".', returns='str')
 D['MemTypeName'] = doc('Short name of a memory type (MEM_HOST -> "MEM_HOST", ...).', returns='str')
 D['isHostAccessible'] = doc('Whether memory of this type can be read by the CPU (host or pinned).',
+                            args={'t': 'Memory type (MEM_HOST, MEM_HOST_PINNED, MEM_DEVICE).'},
                             returns='bool')
 D['StreamCreate'] = doc('Creates nStream CUDA streams (GetStream(i) returns them).',
                         raises='RuntimeError: in CPU builds, or for a negative count.')
@@ -434,7 +435,9 @@ D['Copy'] = doc('Copies values: a_o = a_i (also masked), across memory types (ho
                         'into an image; Copy(field, im, dim) the reverse.',
                 raises=GRID_ERRORS, example='Copy(dev_im, host_im)')
 D['SetMem'] = doc('Fills with a constant: a_o = c (images: float; fields: float or Vec3Df), '
-                  'optionally only inside a mask.', raises=GRID_ERRORS, example='SetMem(im, 0.0)')
+                  'optionally only inside a mask.',
+                  args={'v': 'Constant vector (Vec3Df), one value per component.',
+                        'mask': MASK.replace('a_mask', 'mask'), 'c': 'Constant value.'}, raises=GRID_ERRORS, example='SetMem(im, 0.0)')
 D['ShiftCoordinate'] = doc('Permutes the axes cyclically (the output grid is the permuted one).',
                            raises="RuntimeError: 'ShiftCoordinate cannot run in place (a_o == a_i)'.")
 D['SubVol'] = doc('Crops: a_o = the block of a_i starting at voxel start, of a_o\'s size.',
@@ -632,6 +635,9 @@ D['GridInfo'] = doc('A grid: size in voxels (Vec3Di), spacing and origin in phys
                             'equal when size, spacing and origin are equal.',
                     raises="ValueError: a negative size ('Grid size must not be negative').",
                     example='g = GridInfo(Vec3Di(64, 64, 32), Vec3Df(1.0, 1.0, 2.0))')
+_GRID_ARGS = {'setSize': {'s': 'New size in voxels (Vec3Di).'},
+              'setSpacing': {'s': 'New spacing (Vec3Df).'},
+              'setOrigin': {'o': 'New origin (Vec3Df).'}}
 for _k, _s in {
     'set': 'Sets size, spacing and origin.', 'size': 'The size (a live Vec3Di: changing it changes the grid).',
     'spacing': 'The spacing (live Vec3Df).', 'origin': 'The origin (live Vec3Df).',
@@ -639,7 +645,7 @@ for _k, _s in {
     'nVox': 'Number of voxels.', 'voxelVol': 'Volume of a voxel (product of the spacing).',
     'toString': 'The grid as text.', 'copy': 'A new copy.', 'clone': 'Copies o into this grid.',
 }.items():
-    D['GridInfo.' + _k] = doc(_s)
+    D['GridInfo.' + _k] = doc(_s, args=_GRID_ARGS.get(_k))
 
 D['Mat3D'] = doc('A 3 x 3 matrix (Mat3Df: float, Mat3Dd: double), row-major.',
                  example='m = Mat3Df(); m.eye()')
@@ -650,7 +656,7 @@ for _k, _s in {
     'clone': 'Copies o into this matrix.', 'tolist': 'The entries as nested lists (3 x 3).',
     'fromlist': 'Sets the entries from nested lists (3 x 3).',
 }.items():
-    D['Mat3D.' + _k] = doc(_s)
+    D['Mat3D.' + _k] = doc(_s, args={'v': 'The entry value.'} if _k == 'set' else None)
 
 D['Aff3D'] = doc('An affine transform y = matrix . x + vector (Aff3Df: float, Aff3Dd: double).',
                  example='a = Aff3Df(); a.eye()')
@@ -845,7 +851,13 @@ D['_ITKFileIO'] = doc('ITK file reading and writing (static methods; PyCA.Common
 def lookup(cls, name):
     """The entry of CLS.NAME (cls None/'' for functions; name '' for the class itself)."""
     if not cls:
-        return DOCS.get(name) or family(name)
+        spec = DOCS.get(name) or family(name)
+        if spec is not None and name.endswith('_I') and 'a_o' not in spec.get('args', {}):
+            ins = {'a_o': 'First operand and output (overwritten in place).',
+                   'a_i': 'Second operand (input).', 'a_i1': 'Further operand (input).'}
+            ins.update(spec.get('args', {}))
+            spec = dict(spec, args=ins)
+        return spec
     keys = [cls, GROUPS.get(cls)]
     for c in keys:
         if c and (c + ('.' + name if name else '')) in DOCS:
@@ -881,3 +893,7 @@ STUB_CONSTANTS = {'FIX_SCALE_20': 'float', 'GRIDINFO_EPS': 'float', 'MIN_VAL': '
 # Classes that exist in CUDA builds only (the stub follows the build).
 CUDA_ONLY = {'FluidKernelFFTGPU', 'GaussianFilterGPU', 'MultiscaleResamplerGPU',
              'MultiscaleResamplerGaussGPU'}
+
+# method-specific argument meanings
+DOCS['Image3D.setSize'] = doc('Sets the size (the capacity must hold it).',
+                              args={'size': 'New size in voxels (Vec3Di).'}, raises=_CONTAINER_RAISES)
