@@ -59,8 +59,9 @@ def signature_lines(doc, name):
             for p in split_params(m.group(2)):
                 # 'name: Type = default' (Python style), or 'Type name=default' (C++ style)
                 p = p.split('=', 1)[0].strip()
-                if ':' in p:
-                    names.append(p.split(':', 1)[0].strip())
+                named = re.match(r'^(\w+)\s*:(?!:)', p)
+                if named:
+                    names.append(named.group(1))
                 else:
                     names.append(re.findall(r'\w+', p)[-1] if re.findall(r'\w+', p) else p)
             out.append((line, [n for n in names if n != 'self']))
@@ -86,8 +87,8 @@ def args_section(doc):
 
 def prose(doc, name):
     """The docstring without SWIG's signature lines."""
-    sig = {l for l, _ in signature_lines(doc, name)}
-    return '\n'.join(l for l in doc.splitlines() if l not in sig).strip()
+    sig = {l.strip() for l, _ in signature_lines(doc, name)}
+    return '\n'.join(l for l in doc.splitlines() if l.strip() not in sig).strip()
 
 
 def public_functions():
