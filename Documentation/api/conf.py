@@ -96,6 +96,23 @@ def _guide_source(app, docname, source):
     source[0] = _LINK.sub(lambda m: _rewrite_link(m, guide_dir), text)
 
 
+# ---- PyCA.Core docstrings ----------------------------------------------------
+# They are plain text for help() (generated from Code/SWIG/doc/core_docs.py),
+# with formulas such as |a_i|, a ** b and names such as x_ that reStructuredText
+# would read as substitutions, emphasis or link targets. Escape those characters
+# in the Core docstrings only (before napoleon parses the sections).
+_RST_TARGET = re.compile(r"(\w)_(?=[\s,.;:)\]]|$)")
+
+
+def _escape_core(app, what, name, obj, options, lines):
+    if not name.startswith("PyCA.Core"):
+        return
+    for i, line in enumerate(lines):
+        line = line.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+        lines[i] = _RST_TARGET.sub(r"\1\\_", line)
+
+
 def setup(app):
     app.connect("source-read", _guide_source)
+    app.connect("autodoc-process-docstring", _escape_core, priority=400)
 html_title = "PyCA %s" % release
