@@ -163,19 +163,25 @@ def _vector_image(comps, g, dim):
 def displacement_field(h, fixed_grid, affine=None, dim=3):
     """The physical displacement of an H-field: for each fixed voxel x the
     vector ``A(P_f(h(x))) - P_f(x)`` (millimetres, LPS, the fixed image's
-    physical frame), as a list of ``dim`` NumPy arrays of the fixed grid's
-    shape (x, y[, z]).
+    physical frame). Non-finite entries of h give a zero displacement.
 
-    h: a Field3D (host or device) or a sequence of 3 arrays (x, y, z):
-       voxel indices on the fixed grid (PyCA's H-field convention).
-    fixed_grid: dict (size, spacing, origin, direction: 3 numbers each and
-       9 row-major; ``transform.json``'s ``fixed_grid``) mapping indices to
-       physical points (P_f).
-    affine: None (identity, the default) or dict(matrix, translation,
-       center), fixed physical -> moving physical.
-    dim: 2 or 3 (default 3); 2 uses the x, y components of a one-plane field.
-    Non-finite entries of h give a zero displacement.
-    Raises ValueError for a bad grid or affine record or mismatched sizes."""
+    Args:
+        h (Field3D or sequence of 3 arrays): the H-field, voxel indices on
+            the fixed grid (PyCA's H-field convention); host or device.
+        fixed_grid (dict): size, spacing, origin (3 numbers each) and
+            direction (9, row-major): ``transform.json``'s ``fixed_grid``,
+            the index -> physical map P_f.
+        affine (dict or None): matrix, translation, center: fixed physical
+            -> moving physical (mm); default None, the identity.
+        dim (int): 2 or 3 (default 3); 2 uses the x, y components of a
+            one-plane field.
+
+    Returns:
+        list of ``dim`` float64 arrays of the fixed grid's shape (x, y[, z]).
+
+    Raises:
+        ValueError: a bad grid or affine record, or sizes that disagree.
+    """
     comps = _field_components(h)
     size, sp, org, D = _grid_arrays(fixed_grid, dim)
     shape = tuple(comps[0].shape)
@@ -219,22 +225,30 @@ def write_transform_files(path_of, h, fixed, moving_space=None, hinv=False, who=
     """Writes ``warp.nii.gz`` and ``transform.json`` of a registration (the
     output side of every registration: PyCA.Apps.outputs.write_outputs).
 
-    path_of: function name -> the path to write that file to (a staging
-       folder's: ``OutputStage.path`` or write_outputs' ``out``).
-    h: the H-field (Field3D on the fixed grid, voxel indices of the moving
-       image as given to the registration).
-    fixed: the fixed Image3D (its grid and recorded direction: P_f).
-    moving_space: None (the default: the moving image given to the
-       registration already lay on the fixed grid, no affine) or a dict with
-       ``grid`` (the ORIGINAL moving file's grid: size, spacing, origin,
-       direction as 3 / 9 numbers; missing: the fixed grid) and ``affine``
-       (None, a SimpleITK AffineTransform or dict(matrix, translation,
-       center): fixed physical -> moving physical, LPS mm).
-    hinv: whether the result folder holds ``hinv.nii.gz`` (bool, default False).
-    who: the name error messages start with (default 'write_outputs').
-    Returns the transform record (also written as ``transform.json``).
-    Raises ValueError for bad records, OSError when a save fails (naming
-    the file)."""
+    Args:
+        path_of (callable): file name -> the path to write that file to (a
+            staging folder's: ``OutputStage.path`` or write_outputs' ``out``).
+        h (Field3D): the H-field on the fixed grid (voxel indices of the
+            moving image as given to the registration).
+        fixed (Image3D): the fixed image (its grid and recorded direction: P_f).
+        moving_space (dict or None): None (the default: the moving image
+            given to the registration already lay on the fixed grid, no
+            affine) or a dict with ``grid`` (the ORIGINAL moving file's
+            grid: size, spacing, origin, direction as 3 / 9 numbers;
+            missing: the fixed grid) and ``affine`` (None, a SimpleITK
+            AffineTransform or dict(matrix, translation, center): fixed
+            physical -> moving physical, LPS mm).
+        hinv (bool): whether the result folder holds ``hinv.nii.gz``
+            (default False).
+        who (str): the name error messages start with (default 'write_outputs').
+
+    Returns:
+        dict: the transform record (also written as ``transform.json``).
+
+    Raises:
+        ValueError: a bad grid or affine record.
+        OSError: a save failed (the message names the file).
+    """
     from PyCA.Common.PyCAIO import _atomic_save, _atomic_json
     sitk = _sitk()
     dim = 2 if fixed.size().z == 1 else 3
@@ -262,9 +276,17 @@ def read_transform(result):
     """The transform record (``transform.json``) of a result folder, with
     the paths of its files added (``hfield_path``, ``hinv_path``, ``warp_path``).
 
-    result: the result folder (str or os.PathLike).
-    Raises FileNotFoundError (no such folder, or no transform.json in it) and
-    ValueError (a file, or a record that is not a PyCA transform record)."""
+    Args:
+        result (str or os.PathLike): the result folder.
+
+    Returns:
+        dict: the record.
+
+    Raises:
+        FileNotFoundError: no such folder, or no transform.json in it.
+        ValueError: a file instead of a folder, or a record that is not a
+            PyCA transform record.
+    """
     result = os.fspath(result)
     if not os.path.exists(result):
         raise FileNotFoundError("result folder not found: '%s'" % result)
@@ -411,28 +433,40 @@ def _inverse_displacement(rec, hinv, dim):
 
 def apply_transform(result, moving, out=None, interp='linear', inverse=False):
     """Warps an image or label map through a saved registration result.
+    Voxels that map outside the image get 0.
 
-    result: str or os.PathLike, a result folder written by pyca-register /
-       PyCA.Apps.outputs.write_outputs (it reads ``transform.json``,
-       ``hfield.nii.gz`` and, with ``inverse``, ``hinv.nii.gz``).
-    moving: the image to warp, a file path or a SimpleITK image, on ITS OWN
-       grid (any size, spacing, origin, direction): an image in the moving
-       image's physical space (with ``inverse=True``: in the fixed image's).
-    out: optional output file path (any SimpleITK format by its extension;
-       written atomically, verified before the rename); None: not written.
-    interp: 'nearest' (label maps: the voxel type and the label set are kept
-       exactly), 'linear' (the default) or 'cubic' (cubic B-spline): float32
-       output (float64 for float64 input).
-    inverse: False (default): onto the fixed grid through the registration's
-       map (warp.nii.gz); True: the other way, onto the original moving
-       file's grid (needs ``hinv.nii.gz``: LDDMM and greedy save it).
-    Voxels that map outside the image get 0. Returns the warped SimpleITK
-    image (the fixed image's grid, or the moving file's with ``inverse``).
+    Args:
+        result (str or os.PathLike): a result folder written by
+            pyca-register / PyCA.Apps.outputs.write_outputs (it reads
+            ``transform.json``, ``hfield.nii.gz`` and, with ``inverse``,
+            ``hinv.nii.gz``).
+        moving (str, os.PathLike or SimpleITK.Image): the image to warp, on
+            ITS OWN grid (any size, spacing, origin, direction): an image in
+            the moving image's physical space (with ``inverse=True``: in the
+            fixed image's).
+        out (str, os.PathLike or None): output file (any SimpleITK format by
+            its extension; written atomically, verified before the rename);
+            default None: not written.
+        interp (str): 'nearest' (label maps: the voxel type and the label
+            set are kept exactly), 'linear' (the default) or 'cubic' (cubic
+            B-spline): float32 output (float64 for float64 input).
+        inverse (bool): False (default): onto the fixed grid through the
+            registration's map (warp.nii.gz); True: the other way, onto the
+            original moving file's grid (needs ``hinv.nii.gz``: LDDMM and
+            greedy save it).
 
-    Raises FileNotFoundError (no result folder, transform.json, H-field or
-    image file), ValueError (an unknown ``interp``, ``inverse`` without
-    hinv, a 4-D, vector or complex image, a 2-D image for a 3-D result or the
-    reverse, a bad record), OSError (an unreadable file, a failed write)."""
+    Returns:
+        SimpleITK.Image: the warped image, on the fixed image's grid (the
+        moving file's with ``inverse``).
+
+    Raises:
+        FileNotFoundError: no result folder, transform.json, H-field or
+            image file.
+        ValueError: an unknown ``interp``, ``inverse`` without hinv, a 4-D,
+            vector or complex image, a 2-D image for a 3-D result or the
+            reverse, a bad record.
+        OSError: an unreadable file, a failed write.
+    """
     sitk = _sitk()
     interp = str(interp).lower()
     if interp not in INTERPOLATIONS:
@@ -509,9 +543,14 @@ def build_parser():
 
 
 def main(argv=None):
-    """Runs ``pyca-apply``; returns the exit status (0, 1 or 2).
+    """Runs ``pyca-apply``.
 
-    argv: the arguments (list of str; default None: ``sys.argv[1:]``)."""
+    Args:
+        argv (list of str or None): the arguments; default None: ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status (0 done, 2 bad input, 1 writing failed).
+    """
     from .register import UsageError, _message
     debug = os.environ.get('PYCA_DEBUG', '') not in ('', '0')
 
