@@ -33,7 +33,7 @@ def DebugHere():
     Pdb().set_trace(frame)
 
 
-def GetOuterFrame(level=1):
+def GetOuterFrame(level: int = 1) -> inspect.FrameInfo:
     """The inspect.FrameInfo (filename, lineno, function, ...) of the caller
     of the function that calls GetOuterFrame (level=1); level=0 is that
     function itself. Raises ValueError if the stack is not that deep.
@@ -61,7 +61,7 @@ def GetOuterFrame(level=1):
         del frame
 
 
-def CheckCUDAError(msg=''):
+def CheckCUDAError(msg: str = '') -> None:
     """Waits for the GPU and raises RuntimeError if a CUDA call or kernel
     failed, naming the caller's file and line and ``msg``. A no-op in CPU
     builds and without a device.

@@ -12,8 +12,11 @@ or a ``numpy.random.Generator``) makes them reproducible; with the default
 ``seed=None`` they draw from NumPy's global random state, as the legacy did
 (so ``np.random.seed`` applies).
 """
+from __future__ import annotations
+
 import math
 import numbers
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -80,7 +83,8 @@ def _positive(name, v):
     return v
 
 
-def DrawCircle(sz, center=None, rad=None, val=1.0):
+def DrawCircle(sz: Sequence[int], center: Optional[Sequence[float]] = None,
+               rad: Optional[float] = None, val: float = 1.0) -> np.ndarray:
     """``val`` inside the disk ``|p - center| <= rad``, 0 outside. Default centre:
     the middle; default radius: a quarter of the smaller in-plane size. With
     a 3-D ``sz`` and a 3-D ``center`` it is a ball.
@@ -118,7 +122,8 @@ def DrawCircle(sz, center=None, rad=None, val=1.0):
     return _finish(s, np.where((x - c[0]) ** 2 + (y - c[1]) ** 2 <= rad * rad, val, 0.0))
 
 
-def DrawEllipse(sz, center, radx, rady, val=1.0):
+def DrawEllipse(sz: Sequence[int], center: Sequence[float], radx: float, rady: float,
+                val: float = 1.0) -> np.ndarray:
     """``val`` inside the ellipse ((x - cx) / radx)^2 + ((y - cy) / rady)^2 <= 1.
 
     Args:
@@ -141,7 +146,8 @@ def DrawEllipse(sz, center, radx, rady, val=1.0):
     return _finish(s, np.where(((x - c[0]) / radx) ** 2 + ((y - c[1]) / rady) ** 2 <= 1.0, val, 0.0))
 
 
-def DrawRect(sz, llc, urc, val=1.0):
+def DrawRect(sz: Sequence[int], llc: Sequence[float], urc: Sequence[float],
+             val: float = 1.0) -> np.ndarray:
     """``val`` on the rectangle between the corners llc = (x0, y0) and
     urc = (x1, y1), both inclusive: x0 <= x <= x1, y0 <= y <= y1.
 
@@ -163,7 +169,8 @@ def DrawRect(sz, llc, urc, val=1.0):
     return _finish(s, np.where((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1), val, 0.0))
 
 
-def DrawRectFromCenter(sz, center, width, height, val=1.0):
+def DrawRectFromCenter(sz: Sequence[int], center: Sequence[float], width: float, height: float,
+                       val: float = 1.0) -> np.ndarray:
     """``val`` on the rectangle ``|x - cx| <= width / 2``, ``|y - cy| <= height / 2``.
 
     Args:
@@ -188,7 +195,8 @@ def DrawRectFromCenter(sz, center, width, height, val=1.0):
     return _finish(s, np.where((np.abs(x - c[0]) <= w / 2.0) & (np.abs(y - c[1]) <= h / 2.0), val, 0.0))
 
 
-def DrawSin(sz, nPeriods=4, dim=0, amp=1.0, phase=0.0):
+def DrawSin(sz: Sequence[int], nPeriods: float = 4, dim: int = 0, amp: float = 1.0,
+            phase: float = 0.0) -> np.ndarray:
     """amp * sin(2 pi nPeriods p / n + phase), p the coordinate along axis
     ``dim`` (0: x, 1: y) of extent n: nPeriods whole periods across the grid.
 
@@ -214,7 +222,8 @@ def DrawSin(sz, nPeriods=4, dim=0, amp=1.0, phase=0.0):
     return _finish(s, amp * np.sin(2.0 * np.pi * float(nPeriods) * p / max(n, 1) + phase))
 
 
-def DrawLine(sz, p0, p1, width=1.0, val=1.0):
+def DrawLine(sz: Sequence[int], p0: Sequence[float], p1: Sequence[float], width: float = 1.0,
+             val: float = 1.0) -> np.ndarray:
     """``val`` within distance width / 2 of the segment p0 - p1 (in-plane
     points (x, y)); a point segment draws a disk.
 
@@ -248,7 +257,7 @@ def DrawLine(sz, p0, p1, width=1.0, val=1.0):
     return _finish(s, np.where(dist2 <= (width / 2.0) ** 2, val, 0.0))
 
 
-def DrawChecker(sz, squareSize=8, val=1.0):
+def DrawChecker(sz: Sequence[int], squareSize: int = 8, val: float = 1.0) -> np.ndarray:
     """A checkerboard of squareSize x squareSize voxel squares: ``val`` where
     floor(x / s) + floor(y / s) is odd, 0 elsewhere (voxel (0, 0) is 0).
 
@@ -274,7 +283,7 @@ def _rotated(x, y, angle_deg):
     return x * math.cos(a) + y * math.sin(a), -x * math.sin(a) + y * math.cos(a)
 
 
-def DrawDiamonds(sz, period=16, val=1.0):
+def DrawDiamonds(sz: Sequence[int], period: float = 16, val: float = 1.0) -> np.ndarray:
     """A checkerboard rotated by 45 degrees (diamonds of diagonal ``period``
     voxels): ``val`` where floor((x + y) / period) + floor((x - y) / period) is odd.
 
@@ -295,7 +304,8 @@ def DrawDiamonds(sz, period=16, val=1.0):
     return _finish(s, np.where((np.floor((x + y) / p) + np.floor((x - y) / p)) % 2 == 1, val, 0.0))
 
 
-def DrawSlantyDiamonds(sz, period=16, angle=30.0, val=1.0):
+def DrawSlantyDiamonds(sz: Sequence[int], period: float = 16, angle: float = 30.0,
+                       val: float = 1.0) -> np.ndarray:
     """A checkerboard of squares of side period / 2 rotated by ``angle``
     degrees: ``val`` where floor(u / (period/2)) + floor(v / (period/2)) is odd,
     (u, v) = (x, y) rotated by -angle.
@@ -319,7 +329,8 @@ def DrawSlantyDiamonds(sz, period=16, angle=30.0, val=1.0):
     return _finish(s, np.where((np.floor(u / h) + np.floor(v / h)) % 2 == 1, val, 0.0))
 
 
-def DrawSlantStripes(sz, period=16, angle=45.0, val=1.0):
+def DrawSlantStripes(sz: Sequence[int], period: float = 16, angle: float = 45.0,
+                     val: float = 1.0) -> np.ndarray:
     """Binary stripes of ``period`` voxels (half on, half off) across the
     direction (cos angle, sin angle): ``val`` where floor(2 u / period) is
     odd, u = x cos(angle) + y sin(angle).
@@ -349,7 +360,8 @@ def _wavy_u(s, x, y, waveAmp, wavePeriod):
     return x + float(waveAmp) * np.sin(2.0 * np.pi * y / wp)
 
 
-def DrawWavyStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, val=1.0):
+def DrawWavyStripes(sz: Sequence[int], period: float = 16, waveAmp: float = 4.0,
+                    wavePeriod: Optional[float] = None, val: float = 1.0) -> np.ndarray:
     """Binary stripes along y whose x position waves:
     ``val`` where floor(2 u / period) is odd, u = x + waveAmp sin(2 pi y / wavePeriod)
     (default wavePeriod: Y / 2).
@@ -374,7 +386,8 @@ def DrawWavyStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, val=1.0):
     return _finish(s, np.where(np.floor(2.0 * u / p) % 2 == 1, val, 0.0))
 
 
-def DrawWavySinStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, amp=1.0):
+def DrawWavySinStripes(sz: Sequence[int], period: float = 16, waveAmp: float = 4.0,
+                       wavePeriod: Optional[float] = None, amp: float = 1.0) -> np.ndarray:
     """The smooth version of DrawWavyStripes: amp (1 + sin(2 pi u / period)) / 2.
 
     Args:
@@ -397,7 +410,8 @@ def DrawWavySinStripes(sz, period=16, waveAmp=4.0, wavePeriod=None, amp=1.0):
     return _finish(s, amp * 0.5 * (1.0 + np.sin(2.0 * np.pi * u / p)))
 
 
-def DrawSinSlantStripes(sz, period=16, angle=45.0, amp=1.0):
+def DrawSinSlantStripes(sz: Sequence[int], period: float = 16, angle: float = 45.0,
+                        amp: float = 1.0) -> np.ndarray:
     """The smooth version of DrawSlantStripes: amp (1 + sin(2 pi u / period)) / 2,
     u = x cos(angle) + y sin(angle).
 

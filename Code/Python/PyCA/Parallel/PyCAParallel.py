@@ -5,6 +5,8 @@ mpi4py is imported on first use, so ``import PyCA.Parallel`` needs no MPI
 ``pip install mpi4py mpich`` (or, on Debian/Ubuntu,
 ``apt-get install libopenmpi-dev openmpi-bin`` then ``pip install mpi4py``).
 """
+from typing import Any, Union
+
 import numpy as np
 
 import PyCA.Core as core
@@ -75,7 +77,8 @@ def _allreduce(comm, op, views):
             comm.Allreduce(None, v, op=op)
 
 
-def Reduce(A, hA=None, op=None, comm=None):
+def Reduce(A: Union[core.Image3D, core.Field3D], hA: Union[core.Image3D, core.Field3D, None] = None,
+           op: Any = None, comm: Any = None) -> Union[core.Image3D, core.Field3D]:
     """In-place Allreduce of an Image3D or Field3D over the ranks of
     ``comm`` (default MPI.COMM_WORLD) with ``op`` (default MPI.SUM): after
     the call every rank holds the reduction of all ranks' A. Host and pinned
@@ -128,7 +131,7 @@ def Reduce(A, hA=None, op=None, comm=None):
     return A
 
 
-def ReduceFloat(f, op=None, comm=None):
+def ReduceFloat(f: float, op: Any = None, comm: Any = None) -> float:
     """The Allreduce of the number f over the ranks of ``comm`` (default
     MPI.COMM_WORLD) with ``op`` (default MPI.SUM), as a float.
 

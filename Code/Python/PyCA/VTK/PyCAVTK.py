@@ -10,6 +10,8 @@ with VTK; the vtkImageData keeps the array -- and through it the PyCA
 buffer -- alive. Other layouts and dtypes need ``AutoCopy=True`` (a copy in
 the right layout), else ValueError.
 """
+from typing import Any, Optional, Sequence, Union
+
 import numpy as np
 
 import PyCA.Core as core
@@ -41,7 +43,9 @@ def _triple(v, name, default):
     return t
 
 
-def WrapNPAsVTKImageData(nparr, spacing=None, origin=None, AutoCopy=False, name='scalars'):
+def WrapNPAsVTKImageData(nparr: np.ndarray, spacing: Optional[Sequence[float]] = None,
+                         origin: Optional[Sequence[float]] = None, AutoCopy: bool = False,
+                         name: str = 'scalars') -> Any:
     """A vtkImageData of a 2-D (X, Y), 3-D (X, Y, Z) array, or an
     (X, Y, Z, C) array of C-component points (C-component data is always
     copied: VTK interleaves components). Dimensions (X, Y, Z), ``spacing``
@@ -109,7 +113,7 @@ def WrapNPAsVTKImageData(nparr, spacing=None, origin=None, AutoCopy=False, name=
     return img
 
 
-def WrapPyCAAsVTKImageData(im, AutoCopy=False):
+def WrapPyCAAsVTKImageData(im: Union[core.Image3D, core.Field3D], AutoCopy: bool = False) -> Any:
     """A vtkImageData of an Image3D (or Field3D) with its grid's size,
     spacing and origin (x, y, z order). A host or pinned Image3D is shared
     without a copy (the VTK data keeps the buffer alive; writes show both
