@@ -36,6 +36,8 @@ intensity range. On the MNI T1 template at 2 mm warped by smooth
 deformations of up to 8-16 mm the defaults reach a final mismatch of 1-2 %
 of the initial one in 90 iterations (about 5 s on one core).
 """
+from typing import Any, Dict, Optional, Union
+
 import PyCA.Core as ca
 
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
@@ -64,7 +66,9 @@ DEFAULTS = {
 }
 
 
-def elastic_register(fixed, moving, config=None, quiet=False, mask=None, **params):
+def elastic_register(fixed: ca.Image3D, moving: ca.Image3D,
+                     config: Optional[Union[Dict[str, Any], str]] = None, quiet: bool = False,
+                     mask: Optional[ca.Image3D] = None, **params: Any) -> RegistrationResult:
     """Elastic (small-deformation) registration of ``moving`` onto ``fixed``.
 
     Parameters (``DEFAULTS``; from ``config`` -- a dict or a YAML file -- then

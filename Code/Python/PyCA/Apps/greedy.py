@@ -43,6 +43,8 @@ Defaults were chosen on the MNI T1 template at 2 mm (99x117x95, intensities
 in [0, 1]) warped by smooth deformations of up to 8-16 mm: the final mismatch
 is 1-3 % of the initial one after the 90 iterations (about 3 s on one core).
 """
+from typing import Any, Dict, Optional, Union
+
 import PyCA.Core as ca
 
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
@@ -140,7 +142,10 @@ def max_voxel_disp(v, spacing):
     return ca.LInf(v) / min(spacing.x, spacing.y, spacing.z)
 
 
-def greedy_register(fixed, moving, config=None, quiet=False, init_h=None, init_hinv=None, **params):
+def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
+                    config: Optional[Union[Dict[str, Any], str]] = None, quiet: bool = False,
+                    init_h: Optional[ca.Field3D] = None, init_hinv: Optional[ca.Field3D] = None,
+                    **params: Any) -> RegistrationResult:
     """Greedy fluid registration of ``moving`` onto ``fixed``.
 
     Warm start (the atlas builder's): ``init_h`` (a Field3D on the fixed

@@ -30,7 +30,7 @@ E_eps (for eps -> 0 it is E).
 """
 import math
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Union
 
 import PyCA.Core as ca
 
@@ -99,7 +99,9 @@ def grad_norm2(grid):
     return s
 
 
-def tv_denoise(image, method='primal_dual', config=None, quiet=False, **params):
+def tv_denoise(image: ca.Image3D, method: str = 'primal_dual',
+               config: Optional[Union[Dict[str, Any], str]] = None, quiet: bool = False,
+               **params: Any) -> TVResult:
     """TV denoising of ``image`` (an Image3D on any memory type, 2-D or 3-D).
 
     ``method``: 'primal_dual' (Chambolle-Pock) or 'rof' (gradient descent on
