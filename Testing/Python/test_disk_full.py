@@ -491,3 +491,28 @@ def test_pyca_atlas_on_full_disk(disk, tmp_path):
     after = _snapshot(disk.dir)
     changed = sorted(k for k in set(after) | set(before) if after.get(k) != before.get(k))
     assert not changed, 'changed or partial outputs: %s' % changed
+
+
+@pytest.mark.parametrize('fmt', ['nii', 'nii.gz'])
+def test_pyca_apply_on_full_disk(disk, tmp_path, fmt):
+    """pyca-apply writes its one output atomically: on a full disk it ends with
+    one error line (exit 1), an earlier output stays byte-identical and no
+    temporary file is left."""
+    inputs = str(tmp_path / 'in')
+    os.makedirs(inputs)
+    fixed, moving = _cli_pair(inputs, n=48)
+    result = str(tmp_path / 'result')
+    r = _cli(disk, 'PyCA.Apps.register', ['--fixed', fixed, '--moving', moving, '--out', result,
+                                          '--method', 'greedy', '--iters', '3', '--quiet'])
+    assert r.returncode == 0, r.stderr
+    out = os.path.join(disk.dir, 'warped.' + fmt)
+    args = ['--result', result, '--moving', moving, '--out', out]
+    r = _cli(disk, 'PyCA.Apps.apply', args)
+    assert r.returncode == 0, r.stderr
+    assert os.path.isfile(out)
+    before = _snapshot(disk.dir)
+    with disk.full(room=2 << 10, limit=2 << 10) if disk.kind == 'tmpfs' else contextlib.nullcontext():
+        r = _cli(disk, 'PyCA.Apps.apply', args, limit=2 << 10)
+    line = _one_error_line(r, 'pyca-apply')
+    assert 'warped' in line, line
+    assert _snapshot(disk.dir) == before, 'the earlier output changed, or a stray file was left'
