@@ -20,16 +20,19 @@ DRY=${PYCA_GPU_DRY_RUN:-0}
 . "$BUNDLE/env.sh"
 export PYTHONUNBUFFERED=1 PYCA_SOURCE_DIR=$ROOT
 
-# The GPU test list: whole files for the parity suites, the fluid kernel and
-# the memory tests, and every test of the other files whose name (or class,
-# or parameter id) says gpu / device / cuda / pinned. pytest's -k is
-# case-insensitive and matches module names too.
+# The GPU test list: whole files for the parity suites, the fluid kernel, the
+# memory tests and the files parametrized over conftest.usable_mem_types with
+# numeric ids (MEM_DEVICE is [3] there: test_common, test_common_helpers,
+# test_io, test_testdata, test_jacdeth_units), and every test of the other
+# files whose name (or class, or parameter id) says gpu / device / cuda /
+# pinned. pytest's -k is case-insensitive and matches module names too.
 GPU_TEST_FILES=(test_gpu_parity.py test_gpu_deform_parity.py test_fluid_kernel.py
-  test_memory_limits.py test_memory_manager.py test_metrics.py test_gaussian_multiscale.py
+  test_memory_limits.py test_memory_manager.py test_common.py test_io.py test_testdata.py
+  test_jacdeth_units.py test_metrics.py test_gaussian_multiscale.py
   test_containers.py test_reductions.py test_pointwise.py test_opers.py test_python_operators.py
   test_dlpack.py test_deform_errors.py test_types.py test_common_helpers.py
   test_apps_lddmm.py test_apps_greedy_elastic.py test_apps_tv.py test_apps_cli.py)
-GPU_TEST_K="gpu or device or cuda or pinned or parity or fluid_kernel or memory_limits or memory_manager"
+GPU_TEST_K="gpu or device or cuda or pinned or parity or fluid_kernel or memory_limits or memory_manager or test_common or test_io or testdata or jacdeth"
 
 status=0
 
@@ -73,7 +76,7 @@ t0=$SECONDS
 rc=$?
 line=$(grep -E '^[=]* *[0-9]+ (passed|failed|error)|(passed|failed|skipped|deselected).* in [0-9.]+s' "$OUT/gpu-tests.txt" | tail -n1)
 # tests skipped for want of a device (0 expected on the GPU machine)
-gpu_skips=$(grep -E '^SKIPPED \[[0-9]+\].*(CUDA device|no GPU|needs a GPU)' "$OUT/gpu-tests.txt" \
+gpu_skips=$(grep -E '^SKIPPED \[[0-9]+\] [^ ]+: (needs a CUDA device|no GPU)' "$OUT/gpu-tests.txt" \
   | sed 's/^SKIPPED \[\([0-9]*\)\].*/\1/' | awk '{s += $1} END {print s + 0}')
 echo "pytest: exit $rc, ${line:-no summary line} ($((SECONDS - t0)) s; skipped for want of a device: $gpu_skips)"
 if [ "$DRY" != 1 ] && [ "$gpu_skips" -gt 0 ]; then
