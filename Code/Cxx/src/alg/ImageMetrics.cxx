@@ -126,9 +126,9 @@ kern::ParzenMap parzen(float lo, float hi, int bins) {
 
 constexpr size_t kHistChunk = size_t(1) << 15;  // voxels per CPU partial histogram
 
-struct PlainAdd {
-  double* h;
-  void operator()(int bin, double w) const { h[bin] += w; }
+struct PlainAdd {  // the CPU's adder (host/device only so that nvcc does not warn
+  double* h;         // about the host/device miHistogramVoxel calling it)
+  PYCA_HOSTDEVICE void operator()(int bin, double w) const { h[bin] += w; }
 };
 
 #ifdef __CUDACC__
