@@ -7,7 +7,7 @@ image's size, spacing, origin and direction, all or nothing: into a staging
 folder first, moved into ``outdir`` when every one was written
 (PyCA.Apps.staging), so a failure (a full disk) leaves ``outdir`` as it was:
 
-==================  ==========================================================
+=================== ==========================================================
 ``deformed.nii.gz`` the moving image deformed onto the fixed grid
 ``hfield.nii.gz``   the H-field (3-vector NIfTI): for each fixed voxel the
                     voxel coordinates (x, y, z indices) in the moving image
@@ -26,7 +26,7 @@ folder first, moved into ``outdir`` when every one was written
 ``summary.png``     one page: images, differences, the deformation grid, the
                     Jacobian determinant and the energy curve
 ``summary.json``    the key numbers (``SUMMARY_KEYS`` and ``extra``)
-==================  ==========================================================
+=================== ==========================================================
 
 The mismatch is the mean squared intensity difference with the fixed image
 (inside ``mask`` when given), on the full-resolution fixed grid: initial =
@@ -95,7 +95,17 @@ def _on_fixed_grid(obj, fixed, what):
 
 def mismatch(a, b, mask=None):
     """Mean squared difference of two images (arrays or Image3D), inside
-    ``mask`` (non-zero) when given."""
+    ``mask`` (non-zero) when given.
+
+    Args:
+        a (numpy.ndarray or Image3D): first image.
+        b (numpy.ndarray or Image3D): second image, same shape.
+        mask (numpy.ndarray or Image3D, optional): non-zero = the voxels counted; default None
+            (all).
+
+    Returns:
+        float: the mean of (a - b)^2 over the counted voxels.
+    """
     a = _arr(a) if isinstance(a, ca.Image3D) else np.asarray(a, np.float64)
     b = _arr(b) if isinstance(b, ca.Image3D) else np.asarray(b, np.float64)
     d2 = (a - b) ** 2
@@ -108,7 +118,14 @@ def mismatch(a, b, mask=None):
 def jacobian_determinant(h):
     """det(dh/dx) of an H-field in voxel units (ca.JacDetHVoxel: 1 for the
     identity on any spacing; ca.JacDetH divides by the voxel volume as the
-    legacy): a host Image3D."""
+    legacy): a host Image3D.
+
+    Args:
+        h (Field3D): an H-field (voxel coordinates), any memory type.
+
+    Returns:
+        Image3D: host memory, on ``h``'s grid.
+    """
     hh = _host_field(h)
     j = ca.Image3D(hh.grid(), ca.MEM_HOST)
     ca.JacDetHVoxel(j, hh)
@@ -427,7 +444,28 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     caller's (which then also commits it), for runs with more files.
     moving_space: the original moving file's grid and the affine
     pre-alignment, for warp.nii.gz and transform.json (None: the moving
-    image as given, no affine; see PyCA.Apps.apply.write_transform_files)."""
+    image as given, no affine; see PyCA.Apps.apply.write_transform_files).
+
+    Args:
+        outdir (str or os.PathLike): the output folder (made if missing).
+        result (RegistrationResult): the registration to write.
+        fixed (Image3D): the fixed image given to the registration.
+        moving (Image3D): the moving image given to the registration (on the fixed grid).
+        extra (dict, optional): entries added to the summary; default None.
+        mask (Image3D, optional): 0/1 on the fixed grid: restricts the mismatch; default None.
+        title (str, optional): the heading of summary.png; default None.
+        stage (OutputStage, optional): the caller's staging folder (the caller commits it); default
+            None = a new one, committed here.
+        moving_space (dict, optional): the original moving file's grid and the affine pre-alignment,
+            for warp.nii.gz and transform.json; default None (the moving image as given, no affine).
+
+    Returns:
+        dict: the summary (also written to summary.json), with the paths under ``files``.
+
+    Raises:
+        OSError: a file that cannot be written (nothing is left in ``outdir``).
+        ValueError: images or fields not on the fixed grid.
+    """
     from .staging import OutputStage
     outdir = os.fspath(outdir)
     own = stage is None

@@ -62,7 +62,13 @@ MATCH_HISTOGRAM_HELP = ('Default: off: with lncc it does not help the rescanned 
 
 
 def add_metric_args(p, whose, default="the method's, lncc"):
-    """--metric, --lncc-radius, --mi-bins (pyca-register, pyca-atlas)."""
+    """--metric, --lncc-radius, --mi-bins (pyca-register, pyca-atlas).
+
+    Args:
+        p (argparse.ArgumentParser): the parser the options are added to.
+        whose (str): whose registration the help names (e.g. 'the', 'each subject's').
+        default (str): the default the help states; default "the method's, lncc".
+    """
     p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
                    help="similarity metric of %s registration (default: %s; see PyCA.Apps.metrics): "
                         "ssd, ncc (global correlation), lncc (local correlation: robust to bias fields "
@@ -74,7 +80,16 @@ def add_metric_args(p, whose, default="the method's, lncc"):
 
 
 def add_preparation_args(p, images, matched, bias_default, match_default):
-    """--[no-]bias-correct and --[no-]match-histogram (pyca-register, pyca-atlas)."""
+    """--[no-]bias-correct and --[no-]match-histogram (pyca-register, pyca-atlas).
+
+    Args:
+        p (argparse.ArgumentParser): the parser the options are added to.
+        images (str): the images the help names for the bias correction (e.g. 'both images').
+        matched (str): what the help says is matched (e.g. 'the moving image's histogram to the
+            fixed one's').
+        bias_default (bool): the default of --bias-correct.
+        match_default (bool): the default of --match-histogram.
+    """
     g = p.add_mutually_exclusive_group()
     g.add_argument('--bias-correct', dest='bias_correct', action='store_true', default=bias_default,
                    help='N4 bias-field correction (SimpleITK) of %s before the intensity '
@@ -89,6 +104,11 @@ def add_preparation_args(p, images, matched, bias_default, match_default):
 
 
 def build_parser():
+    """The ``pyca-register`` command line's parser (its options are listed by ``--help``).
+
+    Returns:
+        argparse.ArgumentParser: the parser (usage errors: exit status 2).
+    """
     p = _Parser(
         prog=PROG,
         description='Registers a moving image onto a fixed image with PyCA '
@@ -324,7 +344,15 @@ def _inputs_extra(args, info, load_seconds):
 
 
 def main(argv=None):
-    """Runs the command line; returns the exit status (0, 1 or 2)."""
+    """Runs the command line; returns the exit status (0, 1 or 2).
+
+    Args:
+        argv (list of str, optional): the arguments without the program name; default None =
+            ``sys.argv[1:]``.
+
+    Returns:
+        int: 0 on success, 1 on an error (one line on stderr), 2 on a usage error.
+    """
     from ._common import run_cli
     return run_cli(_main, argv)
 

@@ -33,7 +33,21 @@ def ImFromDLPack(obj, sp=None, orig=None, copy=None):
     """An Image3D on the memory of a DLPack producer (NumPy array, torch
     tensor, ...): float32 (X, Y) or (X, Y, Z) with x fastest is wrapped
     without a copy (the image keeps the producer alive), anything else is
-    copied unless copy=False (then BufferError). See Image3D.FromDLPack."""
+    copied unless copy=False (then BufferError). See Image3D.FromDLPack.
+
+    Args:
+        obj (DLPack producer or list of 3): a NumPy array, torch tensor, ... (``__dlpack__``).
+        sp (3 numbers, optional): grid spacing; default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+        copy (bool, optional): None (default): wrap when possible, else copy; True: always copy;
+            False: never (BufferError when wrapping is impossible).
+
+    Returns:
+        Image3D.
+
+    Raises:
+        BufferError: ``copy=False`` and the data cannot be wrapped.
+    """
     im = core.Image3D.FromDLPack(obj, copy=copy)
     im.setSpacing(_vec3f(sp, (1.0, 1.0, 1.0)))
     im.setOrigin(_vec3f(orig, (0.0, 0.0, 0.0)))
@@ -42,7 +56,22 @@ def ImFromDLPack(obj, sp=None, orig=None, copy=None):
 
 def FieldFromDLPack(obj, sp=None, orig=None, copy=None):
     """A Field3D on the memory of a (3, X, Y[, Z]) DLPack producer or of
-    three (X, Y[, Z]) producers; see Field3D.FromDLPack."""
+    three (X, Y[, Z]) producers; see Field3D.FromDLPack.
+
+    Args:
+        obj (DLPack producer or list of 3): one (3, X, Y[, Z]) producer, or three (X, Y[, Z])
+            producers.
+        sp (3 numbers, optional): grid spacing; default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+        copy (bool, optional): None (default): wrap when possible, else copy; True: always copy;
+            False: never (BufferError when wrapping is impossible).
+
+    Returns:
+        Field3D.
+
+    Raises:
+        BufferError: ``copy=False`` and the data cannot be wrapped.
+    """
     f = core.Field3D.FromDLPack(obj, copy=copy)
     g = core.GridInfo(f.size().copy(), _vec3f(sp, (1.0, 1.0, 1.0)), _vec3f(orig, (0.0, 0.0, 0.0)))
     f.setGrid(g)
@@ -102,7 +131,15 @@ def ExtractROI(im, extent):
     ``extent`` is ((x0, x1), (y0, y1), (z0, z1)) with half-open ranges
     (x0 <= x < x1, like Python slices); two pairs leave z whole. The ROI's
     origin is the physical position of voxel (x0, y0, z0), so world
-    coordinates are preserved."""
+    coordinates are preserved.
+
+    Args:
+        im (Image3D or Field3D): the object.
+        extent (2 or 3 pairs of ints): ((x0, x1), (y0, y1)[, (z0, z1)]), half-open voxel ranges.
+
+    Returns:
+        Image3D or Field3D: a new object of the same kind and memory type.
+    """
     _check_volume(im, "ExtractROI")
     size = tuple(im.size())
     try:
@@ -123,7 +160,16 @@ def ExtractROI(im, extent):
 def ExtractSliceArr(arr, sliceIdx=None, dim='z'):
     """Slice ``sliceIdx`` (default: the middle one, n // 2) of a NumPy array
     indexed [x, y, z, ...] along ``dim``: a view of one fewer dimension (an
-    (X, Y, Z, 3) field array gives an (A, B, 3) slice)."""
+    (X, Y, Z, 3) field array gives an (A, B, 3) slice).
+
+    Args:
+        arr (numpy.ndarray): the array, indexed [x, y, z, ...].
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle one.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+
+    Returns:
+        numpy.ndarray: a view, one dimension fewer.
+    """
     a = np.asarray(arr)
     d = _dim(dim)
     if a.ndim < d + 1 or a.ndim < 2:
@@ -146,7 +192,16 @@ def _slice_obj(obj, sliceIdx, dim, what):
 def ExtractSliceIm(im, sliceIdx=None, dim='z'):
     """Slice ``sliceIdx`` (default: the middle one) of an Image3D along
     ``dim`` as an Image3D of extent 1 along that axis (same memory type;
-    origin at the slice)."""
+    origin at the slice).
+
+    Args:
+        im (Image3D): the image, any memory type.
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle one.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+
+    Returns:
+        Image3D.
+    """
     if not IsImage3D(im):
         raise TypeError("ExtractSliceIm expects an Image3D, got %s" % type(im).__name__)
     return _slice_obj(im, sliceIdx, dim, "ExtractSliceIm")
@@ -154,13 +209,31 @@ def ExtractSliceIm(im, sliceIdx=None, dim='z'):
 
 def ExtractSliceArrIm(im, sliceIdx=None, dim='z'):
     """Slice of an Image3D (any memory type) as a 2-D float32 NumPy array,
-    indexed by the two remaining axes in order ((x, y) for dim 'z')."""
+    indexed by the two remaining axes in order ((x, y) for dim 'z').
+
+    Args:
+        im (Image3D): the image, any memory type.
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle one.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+
+    Returns:
+        numpy.ndarray: 2-D float32.
+    """
     s = ExtractSliceIm(im, sliceIdx, dim)
     return AsNPCopy(s).reshape(_plane_shape(s, dim))
 
 
 def ExtractSliceVF(vf, sliceIdx=None, dim='z'):
-    """Slice of a Field3D along ``dim`` as a Field3D of extent 1 there."""
+    """Slice of a Field3D along ``dim`` as a Field3D of extent 1 there.
+
+    Args:
+        vf (Field3D): the field, any memory type.
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle one.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+
+    Returns:
+        Field3D.
+    """
     if not IsField3D(vf):
         raise TypeError("ExtractSliceVF expects a Field3D, got %s" % type(vf).__name__)
     return _slice_obj(vf, sliceIdx, dim, "ExtractSliceVF")
@@ -168,7 +241,16 @@ def ExtractSliceVF(vf, sliceIdx=None, dim='z'):
 
 def ExtractSliceArrVF(vf, sliceIdx=None, dim='z'):
     """Slice of a Field3D as an (A, B, 3) float64 NumPy array (the three
-    components; A, B the remaining axes in order)."""
+    components; A, B the remaining axes in order).
+
+    Args:
+        vf (Field3D): the field, any memory type.
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle one.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+
+    Returns:
+        numpy.ndarray: (A, B, 3) float64.
+    """
     s = ExtractSliceVF(vf, sliceIdx, dim)
     return AsNPCopy(s).reshape(_plane_shape(s, dim) + (3,))
 
@@ -204,7 +286,21 @@ def ComposeDef(V, t, asVField=False, inverse=False, scratchV1=None, scratchV2=No
     the whole series. Returns a new H-field (or the V-field h - Id in
     physical units with asVField=True) on the fields' grid and memory type.
     scratchV1 and scratchV2 (optional Field3Ds of that grid and memory type)
-    avoid temporary allocations."""
+    avoid temporary allocations.
+
+    Args:
+        V (list of Field3D): the N velocity fields (V-fields, physical units), one per time step, on
+            one grid.
+        t (float): the fractional time in [0, 1].
+        asVField (bool): return the V-field h - Id (physical units) instead of the H-field; default
+            False.
+        inverse (bool): the inverse map; default False.
+        scratchV1 (Field3D, optional): scratch on the fields' grid and memory type; default None.
+        scratchV2 (Field3D, optional): a second scratch field; default None.
+
+    Returns:
+        Field3D: the H-field (or V-field).
+    """
     V = list(V)
     if not V:
         raise ValueError("ComposeDef needs at least one velocity field")
@@ -264,7 +360,15 @@ def TukeyWindow1D(sz, width):
     raised-cosine taper of ``width`` samples at each end,
     w[i] = (1 - cos(pi i / width)) / 2 for i < width (mirrored at the far
     end). Equals scipy.signal.windows.tukey(sz, 2 * width / (sz - 1)).
-    width = 0 gives all ones; 0 <= width <= (sz - 1) / 2."""
+    width = 0 gives all ones; 0 <= width <= (sz - 1) / 2.
+
+    Args:
+        sz (int): the number of samples.
+        width (float): the taper width in samples at each end, 0 <= width <= (sz - 1) / 2.
+
+    Returns:
+        numpy.ndarray: float64, length sz.
+    """
     if not isinstance(sz, numbers.Integral) or sz < 0:
         raise ValueError("sz must be a non-negative integer, got %r" % (sz,))
     width = float(width)
@@ -283,7 +387,15 @@ def TukeyWindow1D(sz, width):
 def TukeyWindow(sz, width):
     """The separable N-D Tukey window of shape sz (a tuple or Vec3Di):
     the outer product of TukeyWindow1D along every axis (an axis of extent 1
-    is 1). ``width`` is one taper width or one per axis. float64 array."""
+    is 1). ``width`` is one taper width or one per axis. float64 array.
+
+    Args:
+        sz (tuple of ints or Vec3Di): the window shape.
+        width (int or sequence of int): one taper width, or one per axis.
+
+    Returns:
+        numpy.ndarray: float64 of shape sz.
+    """
     shape = tuple(int(s) for s in sz)
     widths = list(width) if np.ndim(width) else [width] * len(shape)
     if len(widths) != len(shape):
@@ -315,7 +427,14 @@ def AddWhiteNoise(im, sigma, seed=None):
     """Adds Gaussian noise of standard deviation sigma to an Image3D or
     Field3D in place (any memory type; every field component). ``seed``: an
     int or numpy Generator for reproducible noise (default: NumPy's global
-    state, as in the legacy)."""
+    state, as in the legacy).
+
+    Args:
+        im (Image3D or Field3D): the object, changed in place; any memory type.
+        sigma (float): the noise standard deviation.
+        seed (int or numpy.random.Generator, optional): random source; default None = NumPy's global
+            state.
+    """
     _check_volume(im, "AddWhiteNoise")
     sigma = float(sigma)
     if sigma < 0 or not math.isfinite(sigma):
@@ -329,7 +448,17 @@ def AddWhiteNoise(im, sigma, seed=None):
 def GaussianBlur(im, sigma, mode='reflect', truncate=4.0):
     """A new Image3D (or Field3D, per component) smoothed with
     scipy.ndimage.gaussian_filter; sigma in voxels (one value or one per
-    axis; an axis of extent 1 is not smoothed). Same grid and memory type."""
+    axis; an axis of extent 1 is not smoothed). Same grid and memory type.
+
+    Args:
+        im (Image3D or Field3D): the input (not changed).
+        sigma (float or sequence of float): standard deviation in voxels, one value or one per axis.
+        mode (str): the border mode of scipy.ndimage.gaussian_filter; default 'reflect'.
+        truncate (float): the kernel radius in standard deviations; default 4.0.
+
+    Returns:
+        Image3D or Field3D: same grid and memory type.
+    """
     _check_volume(im, "GaussianBlur")
     try:
         from scipy import ndimage
@@ -375,7 +504,19 @@ def SaveSliceStack(im, outPattern, dim='z', rng=None, cmap='gray'):
     'frame{:03d}.png' (slice index), else '<root>NNNN<ext>'. The grey-level
     range is ``rng`` (min, max), by default the volume's range (the same
     for every frame). Rows of a frame are the first remaining axis (x for
-    dim 'z'). Returns the list of file names."""
+    dim 'z'). Returns the list of file names.
+
+    Args:
+        im (Image3D): the volume, any memory type.
+        outPattern (str): the frame names: 'frame%03d.png', 'frame{:03d}.png' or a name to number.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+        rng (tuple of 2 floats, optional): the grey-level (min, max); default None = the volume's
+            range.
+        cmap (str): the colour map; default 'gray'.
+
+    Returns:
+        list of str: the file names.
+    """
     if not IsImage3D(im):
         raise TypeError("SaveSliceStack expects an Image3D, got %s" % type(im).__name__)
     if not isinstance(outPattern, (str, os.PathLike)):
@@ -402,7 +543,19 @@ def SaveSliceStack(im, outPattern, dim='z', rng=None, cmap='gray'):
 def ReadVolWriteFrames(inFile, outPattern, dim='z', rng=None, cmap='gray'):
     """Reads a volume (a file name, read with PyCAIO.LoadImage or
     LoadITKImage, or an Image3D) and writes its slices along ``dim`` as PNG
-    frames (see SaveSliceStack). Returns the list of file names."""
+    frames (see SaveSliceStack). Returns the list of file names.
+
+    Args:
+        inFile (str or Image3D): the volume file (or the image itself).
+        outPattern (str): the frame names: 'frame%03d.png', 'frame{:03d}.png' or a name to number.
+        dim (str or int): the axis: 'x', 'y', 'z' (or 0, 1, 2); default 'z'.
+        rng (tuple of 2 floats, optional): the grey-level (min, max); default None = the volume's
+            range.
+        cmap (str): the colour map; default 'gray'.
+
+    Returns:
+        list of str: the file names.
+    """
     im = inFile if IsImage3D(inFile) else _io.LoadImage(inFile)
     return SaveSliceStack(im, outPattern, dim=dim, rng=rng, cmap=cmap)
 
@@ -414,7 +567,19 @@ def Distribute(nEl, size, rank):
     """The indices of the elements 0..nEl-1 that MPI rank ``rank`` of
     ``size`` handles: a contiguous, balanced block (the first nEl % size
     ranks take one more), so that the blocks of all ranks cover every
-    element exactly once. Returns a list of ints (possibly empty)."""
+    element exactly once. Returns a list of ints (possibly empty).
+
+    Args:
+        nEl (int): the number of elements.
+        size (int): the number of ranks.
+        rank (int): this rank, 0 <= rank < size.
+
+    Returns:
+        list of int: possibly empty.
+
+    Example:
+        ``Distribute(10, 3, 0) == [0, 1, 2, 3]``
+    """
     for name, v in (("nEl", nEl), ("size", size), ("rank", rank)):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool):
             raise TypeError("%s must be an integer, got %r" % (name, v))
@@ -432,7 +597,11 @@ def Distribute(nEl, size, rank):
 
 def Mkdir_p(path):
     """Creates a directory and its parents; no error if it exists (mkdir -p).
-    Raises OSError if the path exists and is not a directory."""
+    Raises OSError if the path exists and is not a directory.
+
+    Args:
+        path (str): the directory.
+    """
     path = os.fspath(path)
     try:
         os.makedirs(path)
@@ -447,7 +616,14 @@ def ReadPLUNC(fname):
     [[m00 m01 m02 tx], ..., [0 0 0 1]], as Aff3Dd.tolist()) of a PLUNC
     transform file. The file holds the transpose (rows 'm00 m10 m20 0', ...,
     'tx ty tz 1', as Aff3D.writePLUNCStyle writes). A missing, unreadable or
-    malformed file raises IOError (OSError) naming the file."""
+    malformed file raises IOError (OSError) naming the file.
+
+    Args:
+        fname (str): the PLUNC transform file.
+
+    Returns:
+        numpy.ndarray: 4x4 float64.
+    """
     fname = os.fspath(fname)
     try:
         with open(fname, 'r') as f:

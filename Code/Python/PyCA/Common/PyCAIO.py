@@ -4,9 +4,10 @@ PNG loaders the legacy kept in PyCACommon). Star-imported by PyCA.Common.
 Formats, chosen by extension in LoadImage / SaveImage / LoadField / SaveField:
 
 ========================  ===================================================
-``.nii .nii.gz .mha .mhd  SimpleITK (LoadITKImage, SaveITKImage, LoadITKField,
-.nrrd`` and anything      SaveITKField, ReadGrid): size, spacing and origin
-else                      exact (float32), direction cosines kept (below)
+ITK formats               SimpleITK (LoadITKImage, SaveITKImage, LoadITKField,
+                          SaveITKField, ReadGrid) for ``.nii .nii.gz .mha .mhd
+                          .nrrd`` and any other extension: size, spacing and
+                          origin exact (float32), direction cosines kept (below)
 ``.npy``                  NumPy array (X, Y, Z) [or (X, Y, Z, 3) for fields];
                           no geometry (spacing 1, origin 0 unless given)
 ``.npz``                  NumPy archive: ``data``, ``spacing``, ``origin``
@@ -108,13 +109,26 @@ def _as_direction(d):
 def GetDirection(obj):
     """The direction cosines recorded for an Image3D or Field3D (a 9-tuple,
     the 3 x 3 matrix row-major, columns = the x, y, z axes in physical
-    space), or None when it has none (identity)."""
+    space), or None when it has none (identity).
+
+    Args:
+        obj (Image3D or Field3D): the object.
+
+    Returns:
+        tuple of 9 floats or None.
+    """
     return _DIRECTIONS.get(obj)
 
 
 def SetDirection(obj, direction):
     """Records (or, with None, clears) the direction cosines that the ITK
-    savers write for obj: 9 numbers or a 3 x 3 matrix, row-major."""
+    savers write for obj: 9 numbers or a 3 x 3 matrix, row-major.
+
+    Args:
+        obj (Image3D or Field3D): the object.
+        direction (9 numbers, 3x3 matrix or None): direction cosines, row-major (columns: the x, y,
+            z axes in physical space).
+    """
     if not (IsImage3D(obj) or IsField3D(obj)):
         raise TypeError("SetDirection expects an Image3D or Field3D, got %s" % type(obj).__name__)
     if direction is None:
@@ -941,7 +955,20 @@ def _xyz(view, grid, vector=False):
 def LoadITKImage(fname, mType=core.MEM_HOST):
     """A new Image3D from an image file SimpleITK reads (NIfTI, MetaImage,
     NRRD, ...): size, spacing and origin from the file, voxels converted to
-    float32 (module notes), the direction recorded (GetDirection)."""
+    float32 (module notes), the direction recorded (GetDirection).
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Image3D: a new image.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     sitk, img, _, hdr = _read_sitk(fname, 'LoadITKImage', vector=False)
     grid, direction = _sitk_geometry(img, hdr)
     im = core.Image3D(grid, core.MEM_HOST)
@@ -954,7 +981,20 @@ def LoadITKImage(fname, mType=core.MEM_HOST):
 
 def LoadITKField(fname, mType=core.MEM_HOST):
     """A new Field3D from a 3-vector (or 2-vector: z = 0) image file, with
-    size, spacing, origin and direction as LoadITKImage."""
+    size, spacing, origin and direction as LoadITKImage.
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Field3D: a new field.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     sitk, img, ncomp, hdr = _read_sitk(fname, 'LoadITKField', vector=True)
     grid, direction = _sitk_geometry(img, hdr)
     f = core.Field3D(grid, core.MEM_HOST)
@@ -972,7 +1012,14 @@ def LoadITKField(fname, mType=core.MEM_HOST):
 
 def ReadGrid(fname):
     """The GridInfo (size, spacing, origin) of an image or field file,
-    without reading its voxels: any SimpleITK format, .npy (shape only) or .npz."""
+    without reading its voxels: any SimpleITK format, .npy (shape only) or .npz.
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+
+    Returns:
+        GridInfo: the size, spacing and origin.
+    """
     who = 'ReadGrid'
     fname = _fspath(fname, who)
     low = fname.lower()
@@ -1020,7 +1067,19 @@ def _host_view(obj):
 def SaveITKImage(im, fname, useCompression=False, direction=None):
     """Writes an Image3D (float32) in the format of fname's extension, with
     its size, spacing, origin and direction (the ``direction`` argument, else
-    the recorded one, else identity). Atomic (module notes)."""
+    the recorded one, else identity). Atomic (module notes).
+
+    Args:
+        im (Image3D): the image, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        useCompression (bool): compress the file where the format can (.nii.gz is always
+            compressed); default False.
+        direction (9 numbers or 3x3 matrix, optional): direction cosines to write; default None =
+            the recorded ones, else identity.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     who = 'SaveITKImage'
     if not IsImage3D(im):
         raise TypeError("%s expects an Image3D, got %s" % (who, type(im).__name__))
@@ -1035,7 +1094,19 @@ def SaveITKImage(im, fname, useCompression=False, direction=None):
 
 
 def SaveITKField(f, fname, useCompression=False, direction=None):
-    """Writes a Field3D as a 3-vector float32 image (see SaveITKImage)."""
+    """Writes a Field3D as a 3-vector float32 image (see SaveITKImage).
+
+    Args:
+        f (Field3D): the field, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        useCompression (bool): compress the file where the format can (.nii.gz is always
+            compressed); default False.
+        direction (9 numbers or 3x3 matrix, optional): direction cosines to write; default None =
+            the recorded ones, else identity.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     who = 'SaveITKField'
     if not IsField3D(f):
         raise TypeError("%s expects a Field3D, got %s" % (who, type(f).__name__))
@@ -1066,7 +1137,22 @@ def LoadPNGImage(fname, mType=core.MEM_HOST, sp=None, orig=None):
     v / 255 (8-bit) or v / 65535 (16-bit), in [0, 1]. Colour images become
     grey: channel 0 when the colour channels are equal, else the luminance
     0.299 R + 0.587 G + 0.114 B; alpha is ignored. PNG keeps no geometry:
-    spacing and origin are sp and orig (default 1 and 0)."""
+    spacing and origin are sp and orig (default 1 and 0).
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        sp (3 numbers, optional): grid spacing; default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+
+    Returns:
+        Image3D: a new image.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     who = 'LoadPNGImage'
     fname = _fspath(fname, who)
     _check_input(fname, who)
@@ -1105,7 +1191,19 @@ def SavePNGImage(im, fname, rng=None, cmap='gray', bitDepth=8):
     bitDepth 8 or 16 bits, rounded to nearest, so LoadPNGImage gives back
     lo..hi = 0..1 within 0.5 / 255 (or 0.5 / 65535); any other matplotlib
     colour map writes 8-bit RGBA (not a value round trip). No geometry is
-    stored. Atomic (module notes)."""
+    stored. Atomic (module notes).
+
+    Args:
+        im (Image3D): the image, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        rng (tuple of 2 floats, optional): the (lo, hi) mapped to 0..1; default None = the image's
+            min and max.
+        cmap (str): 'gray' (default) for a grey PNG, or a matplotlib colour map name (8-bit RGBA).
+        bitDepth (int): 8 (default) or 16, for grey PNGs.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     who = 'SavePNGImage'
     if not IsImage3D(im):
         raise TypeError("%s expects an Image3D, got %s" % (who, type(im).__name__))
@@ -1159,7 +1257,15 @@ def _field_array(f):
 
 def SaveImageNPY(im, fname):
     """Writes the voxels of an Image3D as a float32 (X, Y, Z) .npy array
-    (no geometry)."""
+    (no geometry).
+
+    Args:
+        im (Image3D): the image, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     if not IsImage3D(im):
         raise TypeError("SaveImageNPY expects an Image3D, got %s" % type(im).__name__)
     a = _host_view(im)
@@ -1167,7 +1273,15 @@ def SaveImageNPY(im, fname):
 
 
 def SaveFieldNPY(f, fname):
-    """Writes a Field3D as a float32 (X, Y, Z, 3) .npy array (no geometry)."""
+    """Writes a Field3D as a float32 (X, Y, Z, 3) .npy array (no geometry).
+
+    Args:
+        f (Field3D): the field, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     if not IsField3D(f):
         raise TypeError("SaveFieldNPY expects a Field3D, got %s" % type(f).__name__)
     a = _field_array(f)
@@ -1191,7 +1305,22 @@ def _load_npy(fname, who):
 
 def LoadImageNPY(fname, mType=core.MEM_HOST, sp=None, orig=None):
     """A new Image3D from a 1-, 2- or 3-D .npy array (ImFromNPArr's rules:
-    (X, Y) becomes X x Y x 1); spacing and origin are sp and orig."""
+    (X, Y) becomes X x Y x 1); spacing and origin are sp and orig.
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        sp (3 numbers, optional): grid spacing; default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+
+    Returns:
+        Image3D: a new image.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     fname, a = _load_npy(fname, 'LoadImageNPY')
     if not 1 <= a.ndim <= 3:
         raise _bad_file('LoadImageNPY', fname, 'a %d-D array %s; an image is 1- to 3-D' % (a.ndim, a.shape))
@@ -1199,7 +1328,22 @@ def LoadImageNPY(fname, mType=core.MEM_HOST, sp=None, orig=None):
 
 
 def LoadFieldNPY(fname, mType=core.MEM_HOST, sp=None, orig=None):
-    """A new Field3D from an (X, Y, Z, 3), (X, Y, 3) or (X, Y, 2) .npy array."""
+    """A new Field3D from an (X, Y, Z, 3), (X, Y, 3) or (X, Y, 2) .npy array.
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+        sp (3 numbers, optional): grid spacing; default None = (1, 1, 1).
+        orig (3 numbers, optional): grid origin; default None = (0, 0, 0).
+
+    Returns:
+        Field3D: a new field.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     fname, a = _load_npy(fname, 'LoadFieldNPY')
     try:
         return FieldFromNPArr(a, mType, sp, orig)
@@ -1219,7 +1363,16 @@ def _npz_dict(obj, data):
 def SaveImageNPZ(im, fname, useCompression=True):
     """Writes an Image3D as .npz: ``data`` (float32 X x Y x Z), ``spacing``,
     ``origin`` (float32 3-vectors) and ``direction`` (3 x 3, when recorded);
-    deflate-compressed unless useCompression is False."""
+    deflate-compressed unless useCompression is False.
+
+    Args:
+        im (Image3D): the image, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        useCompression (bool): ``numpy.savez_compressed`` (True, default) or ``numpy.savez``.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     if not IsImage3D(im):
         raise TypeError("SaveImageNPZ expects an Image3D, got %s" % type(im).__name__)
     d = _npz_dict(im, _host_view(im))
@@ -1229,7 +1382,16 @@ def SaveImageNPZ(im, fname, useCompression=True):
 
 def SaveFieldNPZ(f, fname, useCompression=True):
     """Writes a Field3D as .npz: ``data`` (float32 X x Y x Z x 3) with
-    spacing, origin and direction as SaveImageNPZ."""
+    spacing, origin and direction as SaveImageNPZ.
+
+    Args:
+        f (Field3D): the field, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        useCompression (bool): ``numpy.savez_compressed`` (True, default) or ``numpy.savez``.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     if not IsField3D(f):
         raise TypeError("SaveFieldNPZ expects a Field3D, got %s" % type(f).__name__)
     d = _npz_dict(f, _field_array(f))
@@ -1295,7 +1457,20 @@ def _npz_shape(fname):
 
 def LoadImageNPZ(fname, mType=core.MEM_HOST):
     """A new Image3D from an .npz file of SaveImageNPZ (spacing, origin and
-    direction restored)."""
+    direction restored).
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Image3D: a new image.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     who = 'LoadImageNPZ'
     fname = _fspath(fname, who)
     _check_input(fname, who)
@@ -1309,7 +1484,20 @@ def LoadImageNPZ(fname, mType=core.MEM_HOST):
 
 
 def LoadFieldNPZ(fname, mType=core.MEM_HOST):
-    """A new Field3D from an .npz file of SaveFieldNPZ."""
+    """A new Field3D from an .npz file of SaveFieldNPZ.
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Field3D: a new field.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     who = 'LoadFieldNPZ'
     fname = _fspath(fname, who)
     _check_input(fname, who)
@@ -1343,7 +1531,21 @@ def LoadImageDCM(fname, mType=core.MEM_HOST):
     SliceThickness, 1), origin from ImagePositionPatient of the first slice,
     direction from ImageOrientationPatient (recorded, see GetDirection);
     RescaleSlope/RescaleIntercept applied. Needs pydicom (ImportError
-    saying so when it is missing)."""
+    saying so when it is missing).
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Image3D: a new image.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+        ImportError: pydicom is not installed.
+    """
     who = 'LoadImageDCM'
     fname = _fspath(fname, who)
     pydicom = _pydicom(who)
@@ -1450,7 +1652,20 @@ def _ext(fname):
 
 def LoadImage(fname, mType=core.MEM_HOST):
     """Loads an Image3D by extension: .npy, .npz, .png, .dcm, anything else
-    through SimpleITK (LoadITKImage)."""
+    through SimpleITK (LoadITKImage).
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Image3D: a new image.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     ext = _ext(fname)
     if ext == '.npy':
         return LoadImageNPY(fname, mType)
@@ -1466,7 +1681,17 @@ def LoadImage(fname, mType=core.MEM_HOST):
 def SaveImage(im, fname, useCompression=False):
     """Saves an Image3D by extension: .npy, .npz (compressed if
     useCompression), .png (8-bit grey of the image's range), anything else
-    through SimpleITK (SaveITKImage). .dcm cannot be written."""
+    through SimpleITK (SaveITKImage). .dcm cannot be written.
+
+    Args:
+        im (Image3D): the image, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        useCompression (bool): compress the file where the format can (.nii.gz is always
+            compressed); default False.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     ext = _ext(fname)
     if ext == '.npy':
         return SaveImageNPY(im, fname)
@@ -1481,7 +1706,20 @@ def SaveImage(im, fname, useCompression=False):
 
 def LoadField(fname, mType=core.MEM_HOST):
     """Loads a Field3D by extension: .npy, .npz, anything else through
-    SimpleITK (LoadITKField)."""
+    SimpleITK (LoadITKField).
+
+    Args:
+        fname (str): the file name; the extension selects the format (module notes).
+        mType (MemoryType): memory type of the result; default MEM_HOST.
+
+    Returns:
+        Field3D: a new field.
+
+    Raises:
+        OSError: a missing, unreadable or empty file (FileNotFoundError, IsADirectoryError, ...).
+        ValueError: contents that are not such an image/field (e.g. the wrong number of dimensions
+            or components).
+    """
     ext = _ext(fname)
     if ext == '.npy':
         return LoadFieldNPY(fname, mType)
@@ -1494,7 +1732,17 @@ def LoadField(fname, mType=core.MEM_HOST):
 
 def SaveField(f, fname, useCompression=False):
     """Saves a Field3D by extension: .npy, .npz, anything else through
-    SimpleITK (SaveITKField)."""
+    SimpleITK (SaveITKField).
+
+    Args:
+        f (Field3D): the field, any memory type.
+        fname (str): the file name; the extension selects the format (module notes).
+        useCompression (bool): compress the file where the format can (.nii.gz is always
+            compressed); default False.
+
+    Raises:
+        OSError: the file cannot be written in full (nothing is left at ``fname``).
+    """
     ext = _ext(fname)
     if ext == '.npy':
         return SaveFieldNPY(f, fname)

@@ -197,7 +197,32 @@ def DispImage(im, title=None, sliceIdx=None, dim='z', cmap='gray', newFig=True, 
     scale (non-positive voxels are left blank). Draws into a new figure
     (``newFig``), the current axes, or ``ax``; saves to ``fname`` if given.
     The image is left as pyplot's current image (``plt.colorbar()`` works
-    next); ``colorbar=True`` adds one itself. Returns (fig, ax)."""
+    next); ``colorbar=True`` adds one itself. Returns (fig, ax).
+
+    Args:
+        im (Image3D or numpy.ndarray): the image: an Image3D in any memory type, or a 2-D/3-D array
+            indexed [x, y(, z)].
+        title (str, optional): the axes title; default None (none).
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+        cmap (str or matplotlib Colormap): the colour map; default 'gray'.
+        newFig (bool): draw into a new figure (True, default) or the current axes (False).
+        rng (tuple of 2 floats, optional): the (min, max) of the grey scale; default None = the
+            data's range.
+        t (bool): transpose the slice (swap rows and columns); default False.
+        log (bool): logarithmic colour scale (non-positive voxels blank); default False.
+        ax (matplotlib Axes, optional): draw into these axes (overrides ``newFig``); default None.
+        colorbar (bool): add a colorbar; default False (the drawn image is left current, so
+            ``plt.colorbar()`` works next).
+        fname (str, optional): also save the figure to this file (written atomically); default None.
+
+    Returns:
+        tuple: (matplotlib Figure, matplotlib Axes).
+
+    Example:
+        ``fig, ax = DispImage(im, title='fixed', dim='z')``
+    """
     s = _image_slice(im, sliceIdx, dim, t)
     vmin, vmax = _range(rng)
     fig, ax = _axes(newFig, ax)
@@ -221,7 +246,23 @@ def DispImage(im, title=None, sliceIdx=None, dim='z', cmap='gray', newFig=True, 
 def SaveSlice(fname, im, sliceIdx=None, dim='z', cmap='gray', rng=None, t=False):
     """Writes a slice of an image as a PNG of one pixel per voxel (rows: the
     first remaining axis; ``rng`` as in DispImage, default the slice's
-    range). Returns the 2-D array written."""
+    range). Returns the 2-D array written.
+
+    Args:
+        fname (str): the PNG file to write.
+        im (Image3D or numpy.ndarray): the image: an Image3D in any memory type, or a 2-D/3-D array
+            indexed [x, y(, z)].
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+        cmap (str or matplotlib Colormap): the colour map; default 'gray'.
+        rng (tuple of 2 floats, optional): the (min, max) of the grey scale; default None = the
+            data's range.
+        t (bool): transpose the slice (swap rows and columns); default False.
+
+    Returns:
+        numpy.ndarray: the 2-D array written.
+    """
     s = _image_slice(im, sliceIdx, dim, t)
     vmin, vmax = _range(rng)
     if s.size == 0:
@@ -235,7 +276,21 @@ def SaveThreePaneArr(npimg, outname, cmap='gray', rng=None, sliceIdx=None, title
     """Saves the three orthogonal slices of a 3-D image (NumPy array
     [x, y, z] or Image3D) through ``sliceIdx`` = (i, j, k) (default: the
     centre) side by side: x = i (y, z), y = j (x, z), z = k (x, y), with one
-    grey scale (``rng``, default the volume's range). Returns (fig, axes)."""
+    grey scale (``rng``, default the volume's range). Returns (fig, axes).
+
+    Args:
+        npimg (numpy.ndarray or Image3D): the 3-D image, indexed [x, y, z].
+        outname (str): the image file to write (PNG).
+        cmap (str or matplotlib Colormap): the colour map; default 'gray'.
+        rng (tuple of 2 floats, optional): the (min, max) of the grey scale; default None = the
+            data's range.
+        sliceIdx (3 ints, optional): the slice indices (i, j, k) along x, y and z; default None =
+            the centre.
+        title (str, optional): the axes title; default None (none).
+
+    Returns:
+        tuple: (matplotlib Figure, array of 3 Axes).
+    """
     a = _image_array(npimg)
     if a.ndim != 3:
         raise ValueError("SaveThreePaneArr needs a 3-D image, got shape %s" % (a.shape,))
@@ -267,7 +322,29 @@ def GridPlot(vf, sliceIdx=None, dim='z', every=1, isVF=True, color='g', plotBase
     ``every``-th voxel, mapped by the deformation (an H-field with
     ``isVF=False``, else the V-field x + v / spacing), over the undeformed
     grid in ``colorbase`` (``plotBase``). Axes as DispImage (rows down), so
-    it overlays an image. Returns (fig, ax)."""
+    it overlays an image. Returns (fig, ax).
+
+    Args:
+        vf (Field3D): the deformation: a V-field (displacement, physical units) or an H-field
+            (``isVF=False``), any memory type.
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+        every (int): draw every ``every``-th voxel's line/arrow; default 1.
+        isVF (bool): ``vf`` is a V-field (True, default; mapped as x + v / spacing) or an H-field
+            (False).
+        color (str or colour): the colour of the deformed grid; default 'g'.
+        plotBase (bool): draw the undeformed grid underneath; default True.
+        colorbase (str or colour): the undeformed grid's colour; default '#A0A0FF'.
+        newFig (bool): draw into a new figure (True) or the current axes (False, default).
+        ax (matplotlib Axes, optional): draw into these axes (overrides ``newFig``); default None.
+        t (bool): transpose the slice (swap rows and columns); default False.
+        title (str, optional): the axes title; default None (none).
+        fname (str, optional): also save the figure to this file (written atomically); default None.
+
+    Returns:
+        tuple: (matplotlib Figure, matplotlib Axes).
+    """
     every = _check_every(every)
     P, Q, P0, Q0 = _field_voxel_slices(vf, sliceIdx, dim, isVF, t)
     fig, ax = _axes(newFig, ax)
@@ -289,7 +366,28 @@ def Quiver(vf, sliceIdx=None, dim='z', every=1, isVF=True, color='k', scale=1.0,
            ax=None, t=False, title=None, fname=None):
     """Arrows of the in-plane displacement (voxels; times ``scale``) at every
     ``every``-th voxel of a field slice (a V-field, or an H-field with
-    ``isVF=False``). Axes as DispImage. Returns (fig, ax)."""
+    ``isVF=False``). Axes as DispImage. Returns (fig, ax).
+
+    Args:
+        vf (Field3D): the deformation: a V-field (displacement, physical units) or an H-field
+            (``isVF=False``), any memory type.
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+        every (int): draw every ``every``-th voxel's line/arrow; default 1.
+        isVF (bool): ``vf`` is a V-field (True, default; mapped as x + v / spacing) or an H-field
+            (False).
+        color (str or colour): the colour of the arrows; default 'k'.
+        scale (float): arrow length factor (arrows in voxels times ``scale``); default 1.0.
+        newFig (bool): draw into a new figure (True) or the current axes (False, default).
+        ax (matplotlib Axes, optional): draw into these axes (overrides ``newFig``); default None.
+        t (bool): transpose the slice (swap rows and columns); default False.
+        title (str, optional): the axes title; default None (none).
+        fname (str, optional): also save the figure to this file (written atomically); default None.
+
+    Returns:
+        tuple: (matplotlib Figure, matplotlib Axes).
+    """
     every = _check_every(every)
     scale = float(scale)
     if not scale > 0:
@@ -309,7 +407,17 @@ def JacDetCMap(jd_max=10.0, cmap='PRGn', nonpos_clr=(1.0, 0.0, 0.0, 1.0)):
     """The colour map and norm of Jacobian determinant plots: a logarithmic
     scale from 1 / jd_max to jd_max centred on 1 (the map's middle colour),
     values beyond it drawn in the end colours, and non-positive (folding)
-    or NaN values -- masked values -- in ``nonpos_clr``. Returns (cmap, norm)."""
+    or NaN values -- masked values -- in ``nonpos_clr``. Returns (cmap, norm).
+
+    Args:
+        jd_max (float): the end of the log scale: 1 / jd_max .. jd_max; default 10.
+        cmap (str or Colormap): the diverging map whose middle colour is 1; default 'PRGn'.
+        nonpos_clr (RGBA tuple): the colour of non-positive (folding) or NaN values; default red (1,
+            0, 0, 1).
+
+    Returns:
+        tuple: (matplotlib Colormap, matplotlib Normalize).
+    """
     jd_max = float(jd_max)
     if not jd_max > 1.0 or not math.isfinite(jd_max):
         raise ValueError("jd_max must be a finite number > 1, got %r" % jd_max)
@@ -335,7 +443,31 @@ def JacDetPlot(vf, title='Jac. Det.', jd_max=10.0, cmap='PRGn', nonpos_clr=(1.0,
     scale of JacDetCMap; non-positive values (folds) in ``nonpos_clr``.
     As the legacy, no colorbar by default (``plt.colorbar()`` next adds one
     for the image, which is left current); ``colorbar=True`` adds one.
-    Returns (fig, ax)."""
+    Returns (fig, ax).
+
+    Args:
+        vf (Field3D): the deformation: a V-field (displacement, physical units) or an H-field
+            (``isVF=False``), any memory type.
+        title (str, optional): the axes title; default None (none).
+        jd_max (float): the end of the log scale: 1 / jd_max .. jd_max; default 10.
+        cmap (str or Colormap): the diverging map whose middle colour is 1; default 'PRGn'.
+        nonpos_clr (RGBA tuple): the colour of non-positive (folding) or NaN values; default red (1,
+            0, 0, 1).
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+        isVF (bool): ``vf`` is a V-field (True, default; mapped as x + v / spacing) or an H-field
+            (False).
+        newFig (bool): draw into a new figure (True) or the current axes (False, default).
+        ax (matplotlib Axes, optional): draw into these axes (overrides ``newFig``); default None.
+        colorbar (bool): add a colorbar; default False (the drawn image is left current, so
+            ``plt.colorbar()`` works next).
+        t (bool): transpose the slice (swap rows and columns); default False.
+        fname (str, optional): also save the figure to this file (written atomically); default None.
+
+    Returns:
+        tuple: (matplotlib Figure, matplotlib Axes).
+    """
     if not IsField3D(vf):
         raise TypeError("JacDetPlot expects a Field3D, got %s" % type(vf).__name__)
     h = _host_hfield(vf, isVF)
@@ -356,7 +488,17 @@ def DefSeriesIter(V, inverse=False, asVField=False, scratch=None):
     """Iterates over the deformations of the flow of velocity fields V:
     yields (k, h_k) for k = 0 (identity) .. N, h_k = ComposeDef(V, k / N,
     inverse=inverse, asVField=asVField), computed incrementally (one
-    composition per step). Each h_k is a new Field3D."""
+    composition per step). Each h_k is a new Field3D.
+
+    Args:
+        V (list of Field3D): the N velocity fields (V-fields, physical units), one per time step.
+        inverse (bool): the inverse deformations; default False.
+        asVField (bool): yield V-fields (h - x, physical units) instead of H-fields; default False.
+        scratch (Field3D, optional): scratch field on V's grid; default None (allocated).
+
+    Yields:
+        tuple: (k, Field3D h_k).
+    """
     V = list(V)
     if not V:
         raise ValueError("DefSeriesIter needs at least one velocity field")
@@ -382,7 +524,16 @@ def DefSeriesIter(V, inverse=False, asVField=False, scratch=None):
 
 def ExtractSliceFunc(sliceIdx=None, dim='z'):
     """A function obj -> 2-D NumPy slice (``sliceIdx`` along ``dim``, default
-    the middle) for Image3D (A, B), Field3D (A, B, 3) and NumPy arrays."""
+    the middle) for Image3D (A, B), Field3D (A, B, 3) and NumPy arrays.
+
+    Args:
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+
+    Returns:
+        callable: obj -> 2-D numpy.ndarray.
+    """
     d = _dim(dim)
 
     def extract(obj):
@@ -400,7 +551,26 @@ def GenDefFrames(I0, V, outPattern=None, sliceIdx=None, dim='z', cmap='gray', rn
     'f{:03d}.png' or a name to number) each frame is also written as a PNG
     figure, with the deformed grid (every ``gridEvery`` voxels) drawn over
     it when gridEvery > 0. ``rng``: the grey scale, default I0's range.
-    Returns the list of 2-D frames."""
+    Returns the list of 2-D frames.
+
+    Args:
+        I0 (Image3D): the image deformed along the flow.
+        V (list of Field3D): the N velocity fields (V-fields, physical units), one per time step.
+        outPattern (str, optional): frame file names: 'f%03d.png', 'f{:03d}.png' or a name to
+            number; default None (no files).
+        sliceIdx (int, optional): the slice index along ``dim``; default None = the middle slice.
+        dim (str or int): the axis the slice is taken across: 'x', 'y', 'z' (or 0, 1, 2); default
+            'z'.
+        cmap (str or matplotlib Colormap): the colour map; default 'gray'.
+        rng (tuple of 2 floats, optional): the (min, max) of the grey scale; default None = the
+            data's range.
+        gridEvery (int): draw the deformed grid every ``gridEvery`` voxels over the frames (0: no
+            grid); default 0.
+        t (bool): transpose the slice (swap rows and columns); default False.
+
+    Returns:
+        list of numpy.ndarray: the 2-D frames.
+    """
     if not IsImage3D(I0):
         raise TypeError("GenDefFrames expects an Image3D, got %s" % type(I0).__name__)
     V = list(V)
@@ -433,7 +603,15 @@ def GenDefFrames(I0, V, outPattern=None, sliceIdx=None, dim='z', cmap='gray', rn
 
 def SampleCMap(cmap, n):
     """n colours (an (n, 4) RGBA float array) sampled evenly from a colour
-    map (name or Colormap), from its first to its last colour."""
+    map (name or Colormap), from its first to its last colour.
+
+    Args:
+        cmap (str or matplotlib Colormap): the colour map.
+        n (int): the number of colours.
+
+    Returns:
+        numpy.ndarray: (n, 4) RGBA floats.
+    """
     if not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError("n must be an integer >= 1, got %r" % (n,))
     cm = matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap
@@ -446,7 +624,24 @@ def EnergyPlot(energy, trim=0.05, legend=None, title='Energy', newFig=True, ax=N
     series (e.g. [total, image term, regulariser], each a list per
     iteration). The y range leaves out the first ``trim`` fraction of the
     iterations (the initial drop) so that convergence is visible; the whole
-    curves are drawn. ``legend``: one label per series. Returns (fig, ax)."""
+    curves are drawn. ``legend``: one label per series. Returns (fig, ax).
+
+    Args:
+        energy (list of float or list of lists of float): one series per curve, one value per
+            iteration.
+        trim (float): fraction of the first iterations left out of the y range; default 0.05.
+        legend (list of str, optional): one label per series; default None (no legend).
+        title (str, optional): the axes title; default None (none).
+        newFig (bool): draw into a new figure (True, default) or the current axes (False).
+        ax (matplotlib Axes, optional): draw into these axes (overrides ``newFig``); default None.
+        xlabel (str): the x axis label; default 'iteration'.
+        fname (str, optional): also save the figure to this file (written atomically); default None.
+        colors (list of colours, optional): one colour per series; default None (matplotlib's
+            cycle).
+
+    Returns:
+        tuple: (matplotlib Figure, matplotlib Axes).
+    """
     trim = float(trim)
     if not 0.0 <= trim < 1.0:
         raise ValueError("trim must be in [0, 1), got %r" % trim)
