@@ -64,7 +64,9 @@ def configure_raw(build, *defines, env=None, python=None):
         cmd.append("-DPython3_EXECUTABLE=" + python)
     cmd += list(defines)
     e = dict(os.environ)
-    for k in ("CUDACXX", "CMAKE_ARGS"):
+    # LD_PRELOAD: the sanitizer suite preloads ASan/UBSan into the Python it
+    # tests; CMake's compiler checks (nvcc's among them) must not inherit it.
+    for k in ("CUDACXX", "CMAKE_ARGS", "LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
         e.pop(k, None)
     e.update(env or {})
     r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=600)
