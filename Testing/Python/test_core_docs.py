@@ -30,21 +30,17 @@ SWIG_INTERNALS = {'thisown', 'this'}
 SIG_RE = re.compile(r'^(\w+)\((.*)\)(?:\s*->\s*.*)?$')
 
 
-def split_params(s):
-    out, depth, cur = [], 0, ''
-    for ch in s:
-        if ch in '<([':
-            depth += 1
-        elif ch in '>)]':
-            depth -= 1
-        if ch == ',' and depth == 0:
-            out.append(cur.strip())
-            cur = ''
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
+def _load_generator():
+    """The docstring generator's own signature splitter (one parser for both)."""
+    import importlib.util
+    path = os.path.join(SOURCE_DIR, 'Code', 'SWIG', 'doc', 'gen_core_docs.py')
+    spec = importlib.util.spec_from_file_location('_pyca_gen_core_docs', path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+split_params = _load_generator().split_params
 
 
 def signature_lines(doc, name):
