@@ -15,3 +15,11 @@ managers, operators); the pure-Python sub-packages are
 """
 __all__ = ['Core', 'Common', 'Display', 'Numpy', 'Parallel', 'VTK']
 __version__ = '0.1.0'
+
+# OpenMP defaults of the CPU back end (a short spin at barriers, a thread
+# count that respects cgroup quotas and MPI ranks on the node), set before
+# PyCA.Core loads the OpenMP runtime; variables the user set are kept.
+from ._threads import configure as _configure_threads, threading_info  # noqa: E402
+
+_configure_threads()
+del _configure_threads
