@@ -411,3 +411,66 @@ def test_lddmm_does_not_fold_on_a_large_deformation():
     assert jinv.min() > 0, jinv.min()
     assert left <= 0.05, left
     assert max(r.config['nsteps_used']) > DEFAULTS['nsteps']       # it had to refine
+
+
+# ----------------------------------------------------------------- FFT-friendly padding
+
+def _smooth7(k):
+    for p in (2, 3, 5, 7):
+        while k % p == 0:
+            k //= p
+    return k == 1
+
+
+@pytest.mark.parametrize("facs", [[1], [2, 1], [4, 2, 1], [3, 1]])
+def test_fft_size_is_the_smallest_smooth_divisible_size(facs):
+    from PyCA.Apps._common import fft_size
+    for n in list(range(1, 140)) + [181, 217, 256]:
+        m = fft_size(n, facs)
+        if n == 1:
+            assert m == 1
+            continue
+        ok = lambda k: all(k % f == 0 and _smooth7(k // f) for f in facs)  # noqa: E731
+        assert m >= n and ok(m), (n, m)
+        assert not any(ok(k) for k in range(n, m)), (n, m)   # the smallest such size
+    assert fft_size(99, [4, 2, 1]) == 100 and fft_size(117, [4, 2, 1]) == 120
+    assert fft_size(95, [4, 2, 1]) == 96 and fft_size(59, [1]) == 60
+
+
+def test_pad_image_and_crop_field_round_trip():
+    from PyCA.Apps._common import pad_image, crop_field
+    rng = np.random.default_rng(3)
+    a = rng.random((7, 5, 3)).astype(np.float32)
+    im = common.ImFromNPArr(a, MT, sp=[2.0, 2.0, 3.0], orig=[1.0, -2.0, 0.5])
+    p = pad_image(im, [9, 8, 3], MT)
+    assert list(p.grid().size()) == [9, 8, 3]
+    assert list(p.grid().spacing()) == [2.0, 2.0, 3.0] and list(p.grid().origin()) == [1.0, -2.0, 0.5]
+    np.testing.assert_array_equal(common.AsNPCopy(p), np.pad(a, ((0, 2), (0, 3), (0, 0)), mode='edge'))
+    f = ca.Field3D(p.grid(), MT)
+    ca.SetToIdentity(f)
+    c = crop_field(f, im.grid(), MT)
+    ident = np.stack(np.meshgrid(*[np.arange(n) for n in (7, 5, 3)], indexing='ij'), -1)
+    np.testing.assert_array_equal(common.AsNPCopy(c), ident)
+
+
+def test_fft_padding_gives_the_unpadded_registration_on_an_awkward_grid():
+    # 59 x 53 (primes): padded to 60 x 54 for the FFTs, results cropped back
+    shape = (59, 53)
+    fixed, moving, h_true, interior, grids = _problem(shape, 2.5)
+    F, M = _im(fixed), _im(moving)
+    params = dict(scales=[2, 1], iters=[30, 20], alpha=64.0, sigma=0.002)
+    rp = lddmm_register(F, M, quiet=True, **params)
+    ru = lddmm_register(F, M, quiet=True, fft_pad=False, **params)
+    assert rp.config['padded_size'] == [60, 54, 1] and 'padded_size' not in ru.config
+    for r in (rp, ru):
+        for f in (r.h, r.hinv, r.momentum, r.velocity, r.deformed):
+            assert list(f.grid().size()) == [59, 53, 1]
+    hp, _ = _h_comps(rp.h, 2)
+    hu, _ = _h_comps(ru.h, 2)
+    ident = _err(grids, h_true, interior)
+    assert _err(hp, h_true, interior) < 0.3 * ident
+    assert _err(hp, h_true, interior) < 1.5 * _err(hu, h_true, interior) + 0.02
+    # the deformed image is the moving image sampled at the cropped h
+    ref = ndimage.map_coordinates(moving, hp, order=1, mode='nearest')
+    d = common.AsNPCopy(rp.deformed).reshape(ref.shape)
+    assert np.abs(d - ref)[interior].max() < 2e-3

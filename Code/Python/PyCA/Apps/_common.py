@@ -12,6 +12,7 @@ Every app follows the same pattern, the one PyCA users have always written::
     return RegistrationResult(...)
 """
 import copy
+import math
 import numbers
 import os
 import sys
@@ -355,6 +356,84 @@ def make_multiscale(grid, scales):
     for f in facs:
         sm.addScaleLevel(f)
     return sm, facs
+
+
+def fft_size(n, facs):
+    """The smallest size m >= n whose FFT is fast at every scale: m divisible by
+    every factor of ``facs`` and each m / f a product of 2, 3, 5 and 7
+    (FFTW's fastest sizes; a prime such as 59 or 109 is several times slower).
+
+    Args:
+        n (int): a grid size along one axis (>= 1; 1 stays 1).
+        facs (iterable of int): the down-sampling factors of the multiscale schedule.
+
+    Returns:
+        int: the padded size.
+    """
+    n = int(n)
+    if n <= 1:
+        return n
+    facs = sorted({int(f) for f in facs} | {1})
+    lcm = 1
+    for f in facs:
+        lcm = lcm * f // math.gcd(lcm, f)
+
+    def smooth(k):
+        for p in (2, 3, 5, 7):
+            while k % p == 0:
+                k //= p
+        return k == 1
+    m = -(-n // lcm) * lcm
+    while not all(smooth(m // f) for f in facs):
+        m += lcm
+    return m
+
+
+def _padded_grid(grid, size):
+    return ca.GridInfo(ca.Vec3Di(*size), grid.spacing(), grid.origin())
+
+
+def pad_image(im, size, mType):
+    """``im`` extended at the far end of each axis to ``size`` voxels by
+    replicating its last slice (what CLAMP sampling sees beyond the edge);
+    spacing and origin are kept, so voxel coordinates are unchanged.
+
+    Args:
+        im (Image3D): the image.
+        size (sequence of int): the new size, each >= the image's.
+        mType (MemoryType): memory type of the result.
+
+    Returns:
+        Image3D: the padded copy.
+    """
+    import numpy as np
+    host = on_mem(im, ca.MEM_HOST)
+    a = np.asarray(host.asnp())
+    pad = [(0, int(size[d]) - a.shape[d]) for d in range(3)]
+    out = ca.Image3D(_padded_grid(im.grid(), size), ca.MEM_HOST)
+    out.asnp()[...] = np.pad(a, pad, mode='edge')
+    return on_mem(out, mType)
+
+
+def crop_field(f, grid, mType):
+    """The sub-block of ``f`` on ``grid`` (the voxels [0, size) of each axis,
+    as padded by :func:`pad_image`), in ``mType`` memory.
+
+    Args:
+        f (Field3D): a field on a padded grid.
+        grid (GridInfo): the original (smaller) grid.
+        mType (MemoryType): memory type of the result.
+
+    Returns:
+        Field3D: the cropped copy.
+    """
+    host = on_mem(f, ca.MEM_HOST)
+    sx, sy, sz = (int(v) for v in grid.size())
+    out = ca.Field3D(grid, ca.MEM_HOST)
+    src, dst = host.asnp(), out.asnp()
+    for c in range(3):
+        dst[c][...] = src[c][:sx, :sy, :sz]
+    return on_mem(out, mType)
 
 
 def check_pair(fixed, moving, who):

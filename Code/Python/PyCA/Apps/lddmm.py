@@ -49,7 +49,8 @@ import PyCA.Core as ca
 
 from ._common import (RegistrationResult, Progress, Timer, check_pair, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_multiscale,
-                      make_resampler, merge_config, on_mem, ConfigError)
+                      make_resampler, merge_config, on_mem, ConfigError, fft_size, pad_image,
+                      crop_field)
 from .metrics import SSD, make_metric
 
 __all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
@@ -57,7 +58,7 @@ __all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
 #: Every parameter of lddmm_register (override with config= or keywords).
 DEFAULTS = {
     'scales': [4, 2, 1],        # down-sampling factors, coarse to fine
-    'iters': [40, 40, 15],      # gradient-descent iterations per scale (one value: every scale)
+    'iters': [40, 40, 15],      # most gradient-descent iterations per scale (one value: every scale)
     'nsteps': 5,                # time steps of the geodesic shooting
     'integrator': 'euler',      # 'euler' or 'rk4'
     'adjoint': 'euler',         # backward integration of the adjoint: 'euler' (trapezoid force)
@@ -71,10 +72,13 @@ DEFAULTS = {
     'init_disp': 0.5,           # (voxels) the automatic first step's largest velocity change
     'min_step': 1e-3,           # stop a scale when the step has been halved below this
                                 #   fraction of its first value
+    'tol': 1e-3,                # ... or when its last 3 iterations lowered the energy by less
+                                #   than this fraction (0: run every iteration)
     'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
     'max_step': 1.0,            # ... up to this
     'momentum': 0.65,           # heavy-ball momentum of the descent (0: plain gradient descent)
-    'inverse_iters': 2,         # UpdateInverse fixed-point iterations per time step
+    'inverse_iters': 1,         # UpdateInverse fixed-point iterations per time step (2 is no more
+                                #   accurate on the demo pairs and 30 % slower)
     'max_cfl': 0.5,             # stability bound of the shooting: dt * max_x |Dv_t(x)| (Frobenius)
                                 #   at every step; nsteps is raised (up to max_nsteps) to keep it
     'max_nsteps': 64,           # the most time steps the adaptive shooting may take
@@ -84,6 +88,10 @@ DEFAULTS = {
                                 #   every metric's energy is in SSD units, so sigma keeps its meaning
     'lncc_radius': 2,           # lncc: window radius in voxels of each scale
     'mi_bins': 32,              # mi: histogram bins per image
+    'fft_pad': True,            # register on a grid padded at the far end (edge replicated) to
+                                #   sizes whose FFT is fast at every scale (fft_size: 99x117x95 ->
+                                #   100x120x96, 3.5x faster transforms), results cropped back;
+                                #   not with init_momentum
 }
 
 
@@ -466,6 +474,8 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                           % (len(facs), facs, cfg['iters']))
     if any(i < 0 for i in iters):
         raise ConfigError("iters must be >= 0, got %r" % (iters,))
+    if not cfg['tol'] >= 0:
+        raise ConfigError("tol must be >= 0, got %r" % (cfg['tol'],))
     if init_momentum is not None:
         if facs != [1]:
             raise ConfigError("init_momentum (a warm start) needs a single full-resolution level "
@@ -473,6 +483,11 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
         if not isinstance(init_momentum, ca.Field3D) or tuple(init_momentum.size()) != tuple(grid0.size()):
             raise ValueError("lddmm_register: init_momentum must be a Field3D of the fixed image's size %s"
                              % (tuple(grid0.size()),))
+    if cfg['fft_pad'] and init_momentum is None:
+        size0 = [int(v) for v in grid0.size()]
+        psize = [fft_size(n, facs) for n in size0]
+        if psize != size0:
+            return _padded_run(fixed, moving, cfg, quiet, mType, psize)
     resampler = make_resampler(grid0, mType, gauss=cfg['smooth_scales'])
 
     energy, e_img_l, e_reg_l, scale_of_iter = [], [], [], []
@@ -523,7 +538,9 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
             beta = cfg['momentum']
             mom = ca.Field3D(grid, mType) if beta > 0 else None
             have_mom = False
+            mom_dir = False                  # prev_dir holds a momentum term
             step = cfg['step']
+            step_dir = step                  # the step first taken along prev_dir
             first_step = step if step > 0 else None
             best = None
             it = 0
@@ -552,6 +569,16 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     e = e_img + e_reg
                 if not (math.isfinite(e) and sh.stable(max_cfl)):
                     e = math.inf             # a folded or unstable shot: a failed step
+                if best is not None and e > best and mom_dir:
+                    # the heavy-ball direction overshot (it need not descend):
+                    # restart the momentum, along the plain preconditioned
+                    # gradient with half the step
+                    mom_dir = have_mom = False
+                    ca.Sub(prev_dir, prev_m0, grad)
+                    step = 0.5 * step_dir
+                    ca.Copy(m0, prev_m0)
+                    ca.Add_MulC_I(m0, prev_dir, -step)
+                    continue
                 if best is not None and e > best and step > cfg['min_step'] * first_step:
                     # the step overshot: go back and take half of it
                     step *= 0.5
@@ -578,12 +605,18 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                 it += 1
                 if it == nit:
                     break
+                e_lev = energy[len(energy) - it:]
+                if cfg['tol'] > 0 and it > 3 and e_lev[-4] - e_lev[-1] < cfg['tol'] * abs(e_lev[-4]):
+                    bar.skip(nit - it)       # converged at this scale
+                    break
                 sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
                 ca.Copy(prev_m0, m0)
                 ca.Sub(prev_dir, m0, grad)                       # descent direction m0 - L m_hat
+                mom_dir = False
                 if mom is not None:
                     if have_mom:
                         ca.Add_MulC_I(prev_dir, mom, beta)
+                        mom_dir = True
                     ca.Copy(mom, prev_dir)
                     have_mom = True
                 if step <= 0:
@@ -592,6 +625,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     vmax = ca.LInf(grad) / min(sh.sp[d] for d in range(3) if grid.size()[d] > 1)
                     step = cfg['init_disp'] / vmax if vmax > 0 else cfg['max_step']
                     step = first_step = min(step, cfg['max_step'])
+                step_dir = step
                 ca.Add_MulC_I(m0, prev_dir, -step)
             if nit == 0:
                 sh.shoot(m0)
@@ -624,3 +658,25 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
         scale_of_iter=scale_of_iter, iterations=len(energy), seconds=seconds,
         device='gpu' if mType == ca.MEM_DEVICE else 'cpu',
         config=dict(copy.deepcopy(cfg), nsteps_used=nsteps_used))
+
+
+def _padded_run(fixed, moving, cfg, quiet, mType, psize):
+    """lddmm_register on both images padded to ``psize`` (``fft_pad``), its
+    fields cropped back to the fixed grid; the padding is at the far end, so
+    voxel coordinates (the H-fields' values) are the same on both grids."""
+    timer = Timer()
+    grid0 = fixed.grid()
+    fp = pad_image(fixed, psize, mType)
+    mp = pad_image(moving, psize, mType)
+    r = lddmm_register(fp, mp, config=dict(cfg, fft_pad=False), quiet=quiet)
+    del fp, mp
+    h = crop_field(r.h, grid0, mType)
+    out = ca.Image3D(grid0, mType)
+    ca.ApplyH(out, on_mem(moving, mType), h)
+    r.h, r.deformed = h, out
+    r.hinv = crop_field(r.hinv, grid0, mType)
+    r.momentum = crop_field(r.momentum, grid0, mType)
+    r.velocity = crop_field(r.velocity, grid0, mType)
+    r.config = dict(r.config, fft_pad=True, padded_size=list(psize))
+    r.seconds = timer()
+    return r
