@@ -73,7 +73,7 @@ DEFAULTS = {
     'min_step': 1e-3,           # stop a scale when the step has been halved below this
                                 #   fraction of its first value
     'tol': 1e-3,                # ... or when its last 3 iterations lowered the energy by less
-                                #   than this fraction (0: run every iteration)
+                                #   than this fraction of the scale's gain so far (0: never)
     'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
     'max_step': 1.0,            # ... up to this
     'momentum': 0.65,           # heavy-ball momentum of the descent (0: plain gradient descent)
@@ -605,8 +605,11 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                 it += 1
                 if it == nit:
                     break
+                # converged: the last 3 iterations gained less than tol of what
+                # this scale has gained so far (offset-free: MI's energy is
+                # negative and large)
                 e_lev = energy[len(energy) - it:]
-                if cfg['tol'] > 0 and it > 3 and e_lev[-4] - e_lev[-1] < cfg['tol'] * abs(e_lev[-4]):
+                if cfg['tol'] > 0 and it > 3 and e_lev[-4] - e_lev[-1] < cfg['tol'] * (e_lev[0] - e_lev[-1]):
                     bar.skip(nit - it)       # converged at this scale
                     break
                 sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
