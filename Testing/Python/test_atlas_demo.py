@@ -77,3 +77,24 @@ def test_bad_arguments_one_line_error(tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("pyca-atlas-demo: error:") and word in lines[0], \
             (args, proc.stderr)
+
+
+def test_ranks_share_the_cores(monkeypatch):
+    """OMP_NUM_THREADS of the ranks: the CPUs divided among them, unless the
+    user set it; a value that import PyCA chose for this process (a cgroup
+    quota) is not the user's and is divided too."""
+    from PyCA import _threads
+    monkeypatch.setattr(atlas_demo, "find_mpiexec", lambda: "mpiexec")
+    monkeypatch.setattr(atlas_demo, "_mpi_launch", lambda mpiexec, ranks, env: [mpiexec, "-n", str(ranks)])
+    monkeypatch.setattr(_threads, "_affinity_cpus", lambda: 8)
+    monkeypatch.setattr(_threads, "cgroup_cpu_quota", lambda root="": 4)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")                  # as import PyCA sets it under the quota
+    monkeypatch.setattr(atlas_demo, "threading_info", lambda: {"threads": 4})
+    _, env, ranks = atlas_demo.atlas_command(["a.nii"], "out", "greedy", 2)
+    assert ranks == 2 and env["OMP_NUM_THREADS"] == "2"
+    monkeypatch.setattr(atlas_demo, "threading_info", lambda: {"threads": None})   # the user's value
+    _, env, _ = atlas_demo.atlas_command(["a.nii"], "out", "greedy", 2)
+    assert env["OMP_NUM_THREADS"] == "4"
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    _, env, _ = atlas_demo.atlas_command(["a.nii"], "out", "greedy", 4)
+    assert env["OMP_NUM_THREADS"] == "1"

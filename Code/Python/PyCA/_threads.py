@@ -7,8 +7,8 @@ when it is loaded). Only variables the user has not set are touched.
   machine that makes the next parallel region start at once; on a shared
   one the thread being waited for is often descheduled, and each of the
   thousands of small regions of a registration then burns a scheduler slice
-  spinning (the demo's 4-mm LDDMM: 45x slower with both cores busy
-  elsewhere). PyCA sets ``GOMP_SPINCOUNT`` (:data:`SPIN_COUNT`) unless
+  spinning (the demo's 4-mm LDDMM with both cores busy elsewhere: 1.7x
+  the one-thread time here, up to 45x in other builds and runs). PyCA sets ``GOMP_SPINCOUNT`` (:data:`SPIN_COUNT`) unless
   ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is set: a short spin that still
   covers the gap between back-to-back regions, then sleep.
 * **Thread count.** libgomp starts one thread per CPU of the affinity mask

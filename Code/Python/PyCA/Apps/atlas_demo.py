@@ -56,6 +56,8 @@ import time
 import numpy as np
 
 import PyCA.Core as ca
+from PyCA import threading_info
+from PyCA._threads import default_threads
 
 PROG = 'pyca-atlas-demo'
 
@@ -330,8 +332,10 @@ def atlas_command(paths, out, method, ranks, iters=None, device=None, quiet=Fals
         argv.append('--quiet')
     if ranks > 1:
         argv = _mpi_launch(mpiexec, ranks, env) + argv
-        if 'OMP_NUM_THREADS' not in env:
-            env['OMP_NUM_THREADS'] = str(max(1, (os.cpu_count() or 1) // ranks))
+        # cores / ranks unless the user set OMP_NUM_THREADS (a value import
+        # PyCA chose for this process is not the user's)
+        if 'OMP_NUM_THREADS' not in env or threading_info().get('threads') is not None:
+            env['OMP_NUM_THREADS'] = str(default_threads({'MPI_LOCALNRANKS': str(ranks)}))
     return argv, env, ranks
 
 

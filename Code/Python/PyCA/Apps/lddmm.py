@@ -461,9 +461,6 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     timer = Timer()
     grid0 = fixed.grid()
-    I1full = on_mem(fixed, mType)
-    I0full = on_mem(moving, mType)
-    ensure_thread_memory_manager(grid0, mType)
 
     sm, facs = make_multiscale(grid0, cfg['scales'])
     iters = list(cfg['iters'])
@@ -488,6 +485,9 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
         psize = [fft_size(n, facs) for n in size0]
         if psize != size0:
             return _padded_run(fixed, moving, cfg, quiet, mType, psize)
+    I1full = on_mem(fixed, mType)
+    I0full = on_mem(moving, mType)
+    ensure_thread_memory_manager(grid0, mType)
     resampler = make_resampler(grid0, mType, gauss=cfg['smooth_scales'])
 
     energy, e_img_l, e_reg_l, scale_of_iter = [], [], [], []
