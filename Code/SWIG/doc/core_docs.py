@@ -513,6 +513,11 @@ D['JacDetHVoxel'] = doc('Jacobian determinant of an H-field in voxel units (PyCA
                         'map its determinant on any spacing (the local volume ratio). The three-field '
                         'form takes the physical gradients that Jacobian returns.',
                         details=HFIELD, raises=GRID_ERRORS, example='JacDetHVoxel(jdet, h)')
+D['JacobianNormSqr'] = doc('Squared Frobenius norm of the Jacobian of a field, per voxel (PyCA extension, '
+                           'not in the legacy): a_o = sum of the squares of the nine derivatives that '
+                           'Jacobian returns (divided by the spacing), in one pass without storing them. '
+                           'sqrt(Max(a_o)) is max_x |Dv(x)|, the stability number of a time step of size 1.',
+                           raises=GRID_ERRORS, example='JacobianNormSqr(n2, v); dvmax = Max(n2) ** 0.5')
 D['JacDetV'] = doc('Jacobian determinant det(I + J) from the gradients of a V-field.', raises=GRID_ERRORS)
 D['JacDetVInv'] = doc('Legacy det(I - J) from the gradients of a V-field (only the diagonal is '
                       'negated, as in the legacy).', raises=GRID_ERRORS)

@@ -123,6 +123,12 @@ void JacDetHVoxel(Image3D& a_jdet, const Field3D& a_h, DiffT diff = DIFF_CENTRAL
 /// physical gradients that Jacobian returns.
 void JacDetHVoxel(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg,
                   StreamT st = nullptr);
+/// Extension: |D a_v|_F^2 per voxel, the sum of the squares of the nine
+/// entries of the Jacobian of the field a_v (derivatives divided by the
+/// spacing, as Jacobian): one pass where Jacobian, three SqrMagnitude and two
+/// Add_I take six (LDDMM's time-step stability check, max_x |Dv(x)|).
+void JacobianNormSqr(Image3D& a_o, const Field3D& a_v, DiffT diff = DIFF_CENTRAL, BoundaryCondT bc = BC_APPROX,
+                     StreamT st = nullptr);
 /// det(I + J), J with rows a_Xg, a_Yg, a_Zg (3x3, as the legacy).
 void JacDetV(Image3D& a_detJ, const Field3D& a_Xg, const Field3D& a_Yg, const Field3D& a_Zg,
              StreamT st = nullptr);

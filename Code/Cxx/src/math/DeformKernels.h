@@ -155,12 +155,18 @@ struct CoAdOp {
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
   template <bool in>
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
+    float a, b, c;
+    m(P3{gx[i], gy[i], gz[i]}, a, b, c);
+    finish<in>(x, y, z, i, a, b, c);
+  }
+  /// The rest of the voxel, given (a, b, c) = m(g(i)) (the CPU's AVX2 rows
+  /// sample m for a chunk of voxels first).
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void finish(int x, int y, int z, size_t i, float a, float b, float c) const {
     float J[3][3];
     detail::jacobianAt<in>(d, gx, gy, gz, x, y, z, i, J);
     detail::identityOnFlatAxes(d, J);
     const float det = detail::det3(J);
-    float a, b, c;
-    m(P3{gx[i], gy[i], gz[i]}, a, b, c);
     nx[i] = det * (J[0][0] * a + J[1][0] * b + J[2][0] * c);
     ny[i] = det * (J[0][1] * a + J[1][1] * b + J[2][1] * c);
     nz[i] = det * (J[0][2] * a + J[1][2] * b + J[2][2] * c);

@@ -200,6 +200,26 @@ struct JacobianOp {
   }
 };
 
+/// |Dv|_F^2: the sum of the squared entries of the Jacobian of v (the
+/// derivatives scaled by d's factors, as JacobianOp), one pass, no rows stored.
+template <DiffT diff, BoundaryCondT bc>
+struct JacNormSqrOp {
+  Diff3<diff, bc> d;
+  const float *vx, *vy, *vz;
+  float* out;
+  static constexpr bool kSplitX = true;
+  template <bool in>
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void at(int x, int y, int z, size_t i) const {
+    float J[3][3];
+    detail::jacobianAt<in>(d, vx, vy, vz, x, y, z, i, J);
+    float s = 0.f;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) s += J[r][c] * J[r][c];
+    out[i] = s;
+  }
+  PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const { at<false>(x, y, z, i); }
+};
+
 /// det of the Jacobian of h, the derivatives scaled by d's factors (1/spacing:
 /// the legacy JacDetH; 1: JacDetHVoxel); 2x2 when the grid is 2-D.
 template <DiffT diff, BoundaryCondT bc>

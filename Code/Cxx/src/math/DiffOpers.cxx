@@ -279,6 +279,19 @@ void Jacobian(Field3D& a_Xg, Field3D& a_Yg, Field3D& a_Zg, const Field3D& a_h, D
   });
 }
 
+void JacobianNormSqr(Image3D& a_o, const Field3D& a_v, DiffT diff, BoundaryCondT bc, StreamT st) {
+  checkAll(a_o, a_v);
+  detail::dispatchDiffBc(diff, bc, [&](auto d, auto b) {
+    constexpr DiffT D = decltype(d)::value;
+    constexpr BoundaryCondT B = decltype(b)::value;
+    Unaliased<Field3D> vs(a_v, st, a_o);
+    const Field3D& V = vs;
+    const kern::JacNormSqrOp<D, B> fn{diffOn<D, B>(a_o.grid()), dataOf(V, 0), dataOf(V, 1), dataOf(V, 2),
+                                      dataOf(a_o)};
+    forEachVoxel(a_o.memType(), fn, a_o.size(), st);
+  });
+}
+
 // ---- field utilities (FOpers.h) ---------------------------------------------------
 
 void NormalizeSafe(Field3D& a_o, const Field3D& a_i, const float& eps, StreamT st) {

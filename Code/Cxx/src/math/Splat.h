@@ -148,19 +148,26 @@ PYCA_FORCEINLINE void accumulateCorners(float* const* ch, Index off, bool withW,
     const size_t dy = size_t(sx), dz = size_t(sx) * size_t(sy);
     const float ux = 1.f - tx, uy = 1.f - ty, uz = 1.f - tz;
     const float w00 = uy * uz, w10 = ty * uz, w01 = uy * tz, w11 = ty * tz;
-    auto add8 = [&](float* p, float s) {
+    // Every corner of every channel is loaded before any is stored: the
+    // planes lie a multiple of 4 KiB apart on many grids (128^2 floats), and
+    // a load after a store to an address with the same low 12 bits stalls
+    // (4K aliasing), as it did with read-modify-writes in sequence. The
+    // additions and their order per target voxel are unchanged.
+    const size_t o[8] = {0, 1, dy, dy + 1, dz, dz + 1, dz + dy, dz + dy + 1};
+    const float wyz[8] = {w00, w00, w10, w10, w01, w01, w11, w11};
+    constexpr int C = K + 1;
+    const int nc = withW ? C : K;
+    float cur[C][8];
+    for (int c = 0; c < nc; ++c) {
+      const float* p = ch[c] + j;
+      for (int q = 0; q < 8; ++q) cur[c][q] = p[o[q]];
+    }
+    for (int c = 0; c < nc; ++c) {
+      const float s = c < K ? v[c] : 1.f;
       const float a = ux * s, b = tx * s;
-      p[0] += a * w00;
-      p[1] += b * w00;
-      p[dy] += a * w10;
-      p[dy + 1] += b * w10;
-      p[dz] += a * w01;
-      p[dz + 1] += b * w01;
-      p[dz + dy] += a * w11;
-      p[dz + dy + 1] += b * w11;
-    };
-    for (int c = 0; c < K; ++c) add8(ch[c] + j, v[c]);
-    if (withW) add8(ch[K] + j, 1.f);
+      float* p = ch[c] + j;
+      for (int q = 0; q < 8; ++q) p[o[q]] = cur[c][q] + (q & 1 ? b : a) * wyz[q];
+    }
     return;
   }
   splatPoint<Index>(x, y, z, sx, sy, sz, [&](Index idx, float w, int, int, int) {
@@ -168,6 +175,124 @@ PYCA_FORCEINLINE void accumulateCorners(float* const* ch, Index off, bool withW,
     for (int c = 0; c < K; ++c) ch[c][j] += w * v[c];
     if (withW) ch[K][j] += w;
   });
+}
+
+constexpr int kSplatChunk = 512;
+
+/// Per-voxel splat data of a run of source voxels (splatChunkPrep).
+template <int K>
+struct SplatChunk {
+  float v[K][kSplatChunk];  // the values
+  float tx[kSplatChunk];    // x weight of the upper corner
+  float w00[kSplatChunk], w10[kSplatChunk], w01[kSplatChunk], w11[kSplatChunk];  // (y, z) weights
+  long long j[kSplatChunk];  // slab index of the lower corner; -1: not all 8 corners inside
+};
+
+/// Fills the chunk for source voxels x0 .. x0 + m - 1 of row (y, z)
+/// (vectorised: contiguous loads, no stores into the slab).
+template <class Index, class Src>
+PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, int x0, int y, int z, size_t base, int m, Index off,
+                    int sx, int sy, int sz) {
+  // sr by value and restrict-qualified outputs, so that the compiler keeps
+  // the source's pointers in registers and vectorises the loop
+  constexpr int K = Src::K;
+  float* __restrict v0 = c.v[0];
+  float* __restrict v1 = c.v[K > 1 ? 1 : 0];
+  float* __restrict v2 = c.v[K > 2 ? 2 : 0];
+  float* __restrict ctx = c.tx;
+  float* __restrict c00 = c.w00;
+  float* __restrict c10 = c.w10;
+  float* __restrict c01 = c.w01;
+  float* __restrict c11 = c.w11;
+  long long* __restrict cj = c.j;
+  const size_t ib = base + size_t(x0), mm = size_t(m);
+#pragma GCC ivdep
+  for (size_t k = 0; k < mm; ++k) {
+    float px, py, pz, v[K];
+    sr(x0 + int(k), y, z, ib + k, px, py, pz, v);
+    v0[k] = v[0];
+    if constexpr (K > 1) v1[k] = v[1];
+    if constexpr (K > 2) v2[k] = v[2];
+    px = interpSanitize(px);
+    py = interpSanitize(py);
+    pz = interpSanitize(pz);
+    const int ix = floorToInt(px), iy = floorToInt(py), iz = floorToInt(pz);
+    const float tx = px - float(ix), ty = py - float(iy), tz = pz - float(iz);
+    const float uy = 1.f - ty, uz = 1.f - tz;
+    ctx[k] = tx;
+    c00[k] = uy * uz;
+    c10[k] = ty * uz;
+    c01[k] = uy * tz;
+    c11[k] = ty * tz;
+    const int in =
+        int(ix >= 0) & int(iy >= 0) & int(iz >= 0) & int(ix < sx - 1) & int(iy < sy - 1) & int(iz < sz - 1);
+    const long long j = (long long)(voxelIndex<Index>(ix, iy, iz, sx, sy) - off);
+    cj[k] = in ? j : -1LL;
+  }
+}
+
+template <class Index, class Src>
+__attribute__((noinline)) void splatChunkPrepBase(const Src sr, SplatChunk<Src::K>& c, int x0, int y, int z,
+                                                  size_t base, int m, Index off, int sx, int sy, int sz) {
+  splatChunkPrepBody<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+}
+#ifdef PYCA_X86_DISPATCH
+template <class Index, class Src>
+__attribute__((noinline)) PYCA_TARGET_AVX2 void splatChunkPrepAvx2(const Src sr, SplatChunk<Src::K>& c, int x0,
+                                                                   int y, int z, size_t base, int m, Index off,
+                                                                   int sx, int sy, int sz) {
+  splatChunkPrepBody<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+}
+#endif
+template <class Index, class Src>
+PYCA_FORCEINLINE void splatChunkPrep(bool avx2, const Src& sr, SplatChunk<Src::K>& c, int x0, int y, int z,
+                                     size_t base, int m, Index off, int sx, int sy, int sz) {
+#ifdef PYCA_X86_DISPATCH
+  if (avx2) {
+    splatChunkPrepAvx2<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+    return;
+  }
+#endif
+  (void)avx2;
+  splatChunkPrepBase<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+}
+
+/// The read-modify-writes of a run: its even voxels, then its odd ones, each
+/// in order (so the sums into every slab voxel keep a fixed order); the
+/// interior voxels use the precomputed corners and weights, the others
+/// accumulateCorners (their point and values fetched again).
+template <class Index, bool withW, class Src>
+PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c, float* const* ch, Index off,
+                                    int x0, int y, int z, size_t base, int m, int sx, int sy, int sz) {
+  constexpr int K = Src::K;
+  constexpr int nc = withW ? K + 1 : K;
+  const size_t dy = size_t(sx), dz = size_t(sx) * size_t(sy);
+  const size_t o[8] = {0, 1, dy, dy + 1, dz, dz + 1, dz + dy, dz + dy + 1};
+  for (int parity = 0; parity < 2; ++parity)
+    for (int k = parity; k < m; k += 2) {
+      if (c.j[k] < 0) {
+        float px, py, pz, v[K];
+        src(x0 + k, y, z, base + size_t(x0 + k), px, py, pz, v);
+        accumulateCorners<Index, K>(ch, off, withW, px, py, pz, v, sx, sy, sz);
+        continue;
+      }
+      const size_t j = size_t(c.j[k]);
+      const float tx = c.tx[k], ux = 1.f - tx;
+      const float wyz[8] = {c.w00[k], c.w00[k], c.w10[k], c.w10[k], c.w01[k], c.w01[k], c.w11[k], c.w11[k]};
+      // every corner of every channel is loaded before any is stored (see
+      // accumulateCorners: 4K aliasing)
+      float cur[nc][8];
+      for (int q = 0; q < nc; ++q) {
+        const float* p = ch[q] + j;
+        for (int e = 0; e < 8; ++e) cur[q][e] = p[o[e]];
+      }
+      for (int q = 0; q < nc; ++q) {
+        const float s = q < K ? c.v[q][k] : 1.f;
+        const float a = ux * s, b = tx * s;
+        float* p = ch[q] + j;
+        for (int e = 0; e < 8; ++e) p[o[e]] = cur[q][e] + (e & 1 ? b : a) * wyz[e];
+      }
+    }
 }
 
 template <class Index, class Src>
@@ -245,51 +370,81 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     const Index off = Index(bl.pLo) * Index(pl.planeSize);
     float* const ch[4] = {bl.ch[0], bl.ch[1], bl.ch[2], bl.ch[3]};
     const int sx = t.sx, sy = t.sy, sz = t.sz;
-    // Row by row; within a row the even voxels, then the odd ones (neighbours
-    // of a smooth deformation push to the same corners: interleaving keeps
-    // consecutive read-modify-writes apart).
+    // Row by row, in runs of up to kSplatChunk voxels (a whole row on most
+    // grids); within a run the even voxels, then the odd ones (neighbours of
+    // a smooth deformation push to the same corners: interleaving keeps
+    // consecutive read-modify-writes apart). Each run is done in two loops:
+    // a vectorised one over contiguous voxels computing the corners and
+    // weights (splatChunkPrep), then the scalar read-modify-writes
+    // (splatChunkAdd).
+    SplatChunk<K> chunk;
+    const bool avx2 = cpuUseAvx2();
     for (long long r = bl.rowLo; r < bl.rowHi; ++r) {
       const int y = int(r % ss.y), z = int(r / ss.y);
       const size_t base = size_t(r) * size_t(ss.x);
-      for (int parity = 0; parity < 2; ++parity)
-        for (int x = parity; x < ss.x; x += 2) {
-          float px, py, pz, v[K];
-          src(x, y, z, base + size_t(x), px, py, pz, v);
-          accumulateCorners<Index, K>(ch, off, withW, px, py, pz, v, sx, sy, sz);
-        }
+      for (int x0 = 0; x0 < ss.x; x0 += kSplatChunk) {
+        const int m = ss.x - x0 < kSplatChunk ? ss.x - x0 : kSplatChunk;
+        splatChunkPrep<Index>(avx2, src, chunk, x0, y, z, base, m, off, sx, sy, sz);
+        if (withW)
+          splatChunkAdd<Index, true>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
+        else
+          splatChunkAdd<Index, false>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
+      }
     }
   }
 
-  // Pass 3: sum the slabs plane by plane, in block order.
+  // Pass 3: sum the slabs plane by plane, in block order: for every target
+  // voxel (0 + s_0) + s_1 + ... over the blocks whose slab holds its plane.
+  // (Plain loops over L1-sized runs: the compiler made the former 64-float
+  // runs' copies memcpy calls, which dominated the whole splat.)
   const int np = pl.nPlanes;
 #pragma omp parallel for schedule(static) if (nOut >= kOmpMinVoxels)
   for (int p = 0; p < np; ++p) {
+    constexpr size_t kRun = 512;
     const size_t j0 = size_t(p) * pl.planeSize, n = pl.planeSize;
-    float acc[4][64];
-    for (size_t s = 0; s < n; s += 64) {
-      const size_t m = n - s < 64 ? n - s : 64;
-      for (int c = 0; c < C; ++c) std::fill(acc[c], acc[c] + m, 0.f);
+    alignas(64) float acc[4][kRun];
+    for (size_t s0 = 0; s0 < n; s0 += kRun) {
+      const size_t m = n - s0 < kRun ? n - s0 : kRun;
+      bool first = true;
       for (const SplatBlock& bl : blocks) {
         if (bl.empty() || p < bl.pLo || p > bl.pHi) continue;
-        const size_t o = j0 + s - size_t(bl.pLo) * pl.planeSize;
+        const size_t o = j0 + s0 - size_t(bl.pLo) * pl.planeSize;
         for (int c = 0; c < C; ++c) {
-          const float* src_c = bl.ch[c] + o;
-          for (size_t k = 0; k < m; ++k) acc[c][k] += src_c[k];
+          const float* sc = bl.ch[c] + o;
+          float* ac = acc[c];
+          if (first) {
+#pragma omp simd
+            for (size_t k = 0; k < m; ++k) ac[k] = 0.f + sc[k];
+          } else {
+#pragma omp simd
+            for (size_t k = 0; k < m; ++k) ac[k] += sc[k];
+          }
         }
+        first = false;
       }
+      if (first)  // no block reaches this plane
+        for (int c = 0; c < C; ++c)
+          for (size_t k = 0; k < m; ++k) acc[c][k] = 0.f;
       for (int c = 0; c < K; ++c) {
-        float* o = t.out[c] + j0 + s;
+        float* o = t.out[c] + j0 + s0;
+        const float* ac = acc[c];
         if (mode == SPLAT_ACCUMULATE) {
-          for (size_t k = 0; k < m; ++k) o[k] += acc[c][k];
+#pragma omp simd
+          for (size_t k = 0; k < m; ++k) o[k] += ac[k];
         } else if (mode == SPLAT_NORMALIZE) {
-          for (size_t k = 0; k < m; ++k) o[k] = acc[K][k] > 0.f ? acc[c][k] / acc[K][k] : 0.f;
+          const float* aw = acc[K];
+#pragma omp simd
+          for (size_t k = 0; k < m; ++k) o[k] = aw[k] > 0.f ? ac[k] / aw[k] : 0.f;
         } else {
-          for (size_t k = 0; k < m; ++k) o[k] = acc[c][k];
+#pragma omp simd
+          for (size_t k = 0; k < m; ++k) o[k] = ac[k];
         }
       }
       if (t.weights) {
-        float* o = t.weights + j0 + s;
-        for (size_t k = 0; k < m; ++k) o[k] += acc[K][k];
+        float* o = t.weights + j0 + s0;
+        const float* aw = acc[K];
+#pragma omp simd
+        for (size_t k = 0; k < m; ++k) o[k] += aw[k];
       }
     }
   }

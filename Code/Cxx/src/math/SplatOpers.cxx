@@ -41,19 +41,19 @@ struct SplatImageSrc : AtHPoint {
   }
 };
 
-/// Field values (or, with disp, the displacement v - x of an H-field).
+/// Field values (or, with disp = 1, the displacement v - x of an H-field).
 struct SplatFieldSrc : AtHPoint {
   static constexpr int K = 3;
   const float *vx, *vy, *vz;
-  bool disp;
+  float disp;  // 1 or 0: v - disp * x (a product, not a select: the CPU loop vectorises; v - 0 is v)
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
                                                    float* out) const {
     px = hx[i];
     py = hy[i];
     pz = hz[i];
-    out[0] = vx[i] - (disp ? float(x) : 0.f);
-    out[1] = vy[i] - (disp ? float(y) : 0.f);
-    out[2] = vz[i] - (disp ? float(z) : 0.f);
+    out[0] = vx[i] - disp * float(x);
+    out[1] = vy[i] - disp * float(y);
+    out[2] = vz[i] - disp * float(z);
   }
 };
 
@@ -140,7 +140,7 @@ void splatField(Field3D& a_o, const Field3D& h, const Field3D& a_i, bool normali
   Unaliased<Field3D> hs(h, st, a_o), is(a_i, st, a_o);
   const Field3D &H = hs, &In = is;
   const kern::SplatFieldSrc src{{dataOf(H, 0), dataOf(H, 1), dataOf(H, 2)}, dataOf(In, 0), dataOf(In, 1),
-                                dataOf(In, 2), disp};
+                                dataOf(In, 2), disp ? 1.f : 0.f};
   float* out[3] = {dataOf(a_o, 0), dataOf(a_o, 1), dataOf(a_o, 2)};
   runSplat(a_o.memType(), src, In.size(), a_o.grid(), out, nullptr, modeOf(normalize), st);
   if (disp) {

@@ -17,6 +17,7 @@
 #include "OpDispatch.h"
 #include "Scratch.h"
 #include "VoxelLaunch.h"
+#include "cpu/FieldLerpAvx2.h"
 #include "cpu/TriLerpAvx2.h"
 
 namespace PyCA {
@@ -58,6 +59,140 @@ struct CpuRow<kern::WarpImage<At, kern::ImageSampler<BACKGROUND_STRATEGY_CLAMP, 
     }
   }
 };
+}  // namespace detail
+#endif
+
+#ifdef PYCA_HAVE_FIELDLERP_AVX2
+namespace detail {
+
+constexpr int kFieldChunk = 256;
+
+template <BackgroundStrategy bg>
+PYCA_FORCEINLINE void sampleField(const kern::FieldSampler<bg, int>& s, const float* px, const float* py,
+                                  const float* pz, float* ox, float* oy, float* oz, int n) {
+  fieldLerpAvx2<bg>(s.fx, s.fy, s.fz, s.sx, s.sy, s.sz, px, py, pz, ox, oy, oz, n);
+}
+
+template <class At>
+struct IsAtH : std::false_type {};
+template <>
+struct IsAtH<kern::AtH> : std::true_type {};
+template <class At>
+struct IsAtIdMinusField : std::false_type {};
+template <BackgroundStrategy bw>
+struct IsAtIdMinusField<kern::AtIdMinusSampled<kern::FieldSampler<bw, int>>> : std::true_type {};
+
+/// The sample points of voxels x0 .. x0 + m - 1 of row (y, z) (index i0 at
+/// x0): pointers into the H-field itself (AtH), or filled into p[3] (the
+/// others; UpdateInverse's Id - w(c) with the AVX2 sampler for w).
+template <class At>
+PYCA_TARGET_AVX2 PYCA_FORCEINLINE void chunkPoints(const At& at, int x0, int y, int z, size_t i0, int m,
+                                                   float (*p)[kFieldChunk], const float* q[3]) {
+  if constexpr (IsAtH<At>::value) {
+    q[0] = at.hx + i0;
+    q[1] = at.hy + i0;
+    q[2] = at.hz + i0;
+    return;
+  } else if constexpr (IsAtIdMinusField<At>::value) {
+    sampleField(at.w, at.cx + i0, at.cy + i0, at.cz + i0, p[0], p[1], p[2], m);
+    const float fy = float(y), fz = float(z);
+#pragma omp simd
+    for (int k = 0; k < m; ++k) {
+      p[0][k] = float(x0 + k) - p[0][k];
+      p[1][k] = fy - p[1][k];
+      p[2][k] = fz - p[2][k];
+    }
+  } else {
+#pragma omp simd
+    for (int k = 0; k < m; ++k) {
+      const kern::P3 pt = at(x0 + k, y, z, i0 + size_t(k));
+      p[0][k] = pt.x;
+      p[1][k] = pt.y;
+      p[2][k] = pt.z;
+    }
+  }
+  q[0] = p[0];
+  q[1] = p[1];
+  q[2] = p[2];
+}
+
+/// The CPU rows of every trilinear field warp (ComposeHH/HV/VH/VInvH,
+/// ApplyH/ApplyV of fields, Resample of fields, UpdateInverse) use the AVX2
+/// field sampler: the coordinate source fills a chunk of sample points,
+/// fieldLerpAvx2 samples them, the post step runs on the chunk.
+template <class At, BackgroundStrategy bg, class Post>
+struct CpuRow<kern::WarpField<At, kern::FieldSampler<bg, int>, Post>> {
+  using Fn = kern::WarpField<At, kern::FieldSampler<bg, int>, Post>;
+  static constexpr bool kAvx2 = true;
+  static PYCA_TARGET_AVX2 void avx2(const Fn& fn, int y, int z, size_t base, int nx) {
+    if constexpr (IsAtIdMinusField<At>::value) {
+      if (fn.at.w.sx < 2) {
+        voxelRowAvx2(fn, y, z, base, nx);
+        return;
+      }
+    }
+    if (fn.s.sx < 2) {
+      voxelRowAvx2(fn, y, z, base, nx);
+      return;
+    }
+    float p[3][kFieldChunk];
+    float v[3][kFieldChunk];
+    const float* q[3];
+    for (int x0 = 0; x0 < nx; x0 += kFieldChunk) {
+      const int m = nx - x0 < kFieldChunk ? nx - x0 : kFieldChunk;
+      const size_t i0 = base + size_t(x0);
+      chunkPoints(fn.at, x0, y, z, i0, m, p, q);
+      if constexpr (std::is_same<Post, kern::PostNone>::value) {
+        sampleField(fn.s, q[0], q[1], q[2], fn.ox + i0, fn.oy + i0, fn.oz + i0, m);
+      } else {
+        sampleField(fn.s, q[0], q[1], q[2], v[0], v[1], v[2], m);
+        const Post post = fn.post;
+        float *ox = fn.ox + i0, *oy = fn.oy + i0, *oz = fn.oz + i0;
+#pragma omp simd
+        for (int k = 0; k < m; ++k) {
+          float a = v[0][k], b = v[1][k], c = v[2][k];
+          post(kern::P3{q[0][k], q[1][k], q[2][k]}, a, b, c);
+          ox[k] = a;
+          oy[k] = b;
+          oz[k] = c;
+        }
+      }
+    }
+  }
+};
+
+/// CoAd's CPU rows: m sampled at g for a chunk with the AVX2 field sampler,
+/// then the Jacobian part of the voxel body (CoAdOp::finish).
+template <BackgroundStrategy bg>
+struct CpuRow<kern::CoAdOp<kern::FieldSampler<bg, int>>> {
+  using Fn = kern::CoAdOp<kern::FieldSampler<bg, int>>;
+  static constexpr bool kAvx2 = true;
+  static PYCA_TARGET_AVX2 void avx2(const Fn& fn, int y, int z, size_t base, int nx) {
+    if (fn.m.sx < 2 || nx <= 2) {
+      voxelRowAvx2(fn, y, z, base, nx);
+      return;
+    }
+    float v[3][kFieldChunk];
+    const Fn f = fn;
+    for (int x0 = 0; x0 < nx; x0 += kFieldChunk) {
+      const int m = nx - x0 < kFieldChunk ? nx - x0 : kFieldChunk;
+      const size_t i0 = base + size_t(x0);
+      sampleField(f.m, f.gx + i0, f.gy + i0, f.gz + i0, v[0], v[1], v[2], m);
+      int k0 = 0, k1 = m;  // [k0, k1): interior voxels of the chunk
+      if (x0 == 0) {
+        f.template finish<false>(0, y, z, base, v[0][0], v[1][0], v[2][0]);
+        k0 = 1;
+      }
+      const bool last = x0 + m == nx;
+      if (last) k1 = m - 1;
+#pragma omp simd
+      for (int k = k0; k < k1; ++k)
+        f.template finish<true>(x0 + k, y, z, i0 + size_t(k), v[0][k], v[1][k], v[2][k]);
+      if (last) f.template finish<false>(nx - 1, y, z, i0 + size_t(m - 1), v[0][m - 1], v[1][m - 1], v[2][m - 1]);
+    }
+  }
+};
+
 }  // namespace detail
 #endif
 
@@ -310,21 +445,29 @@ void UpdateInverse(Field3D& ginv0t1, Field3D& scratchV, const Field3D& ginv0t, c
   // ginv0t and w are sampled at every iteration: copies if the output is one of them.
   Unaliased<Field3D> g0(ginv0t, st, ginv0t1), ws(w, st, ginv0t1);
   const Field3D &G0 = g0, &W = ws;
-  copyData(ginv0t1, G0, st);
+  if (numIter == 0) {
+    copyData(ginv0t1, G0, st);
+    return;
+  }
   const Vec3Di s = ginv0t1.size();
-  // One fused pass per iteration: ginv0t1(x) := ginv0t(x - w(ginv0t1(x))).
-  // Each voxel reads ginv0t1 only at itself, so the update is in place.
+  // One fused pass per iteration: ginv0t1(x) := ginv0t(x - w(c(x))), with
+  // c = ginv0t in the first pass (no copy) and c = ginv0t1 after: each voxel
+  // reads c only at itself, so the later passes run in place.
   detail::dispatchIndex(ginv0t1.nVox(), [&](auto ix) {
     using I = typename decltype(ix)::type;
     using WS = kern::FieldSampler<BACKGROUND_STRATEGY_PARTIAL_ZERO, I>;
     using GS = kern::FieldSampler<BACKGROUND_STRATEGY_PARTIAL_ID, I>;
     using At = kern::AtIdMinusSampled<WS>;
-    const At at{dataOf(ginv0t1, 0), dataOf(ginv0t1, 1), dataOf(ginv0t1, 2),
-                WS{dataOf(W, 0), dataOf(W, 1), dataOf(W, 2), s.x, s.y, s.z}};
-    const kern::WarpField<At, GS, kern::PostNone> fn{
-        at, GS{dataOf(G0, 0), dataOf(G0, 1), dataOf(G0, 2), s.x, s.y, s.z}, kern::PostNone{},
+    const WS wsamp{dataOf(W, 0), dataOf(W, 1), dataOf(W, 2), s.x, s.y, s.z};
+    const GS gsamp{dataOf(G0, 0), dataOf(G0, 1), dataOf(G0, 2), s.x, s.y, s.z};
+    const kern::WarpField<At, GS, kern::PostNone> first{
+        At{dataOf(G0, 0), dataOf(G0, 1), dataOf(G0, 2), wsamp}, gsamp, kern::PostNone{},
         dataOf(ginv0t1, 0), dataOf(ginv0t1, 1), dataOf(ginv0t1, 2)};
-    for (unsigned int k = 0; k < numIter; ++k) forEachVoxel(ginv0t1.memType(), fn, s, st);
+    const kern::WarpField<At, GS, kern::PostNone> next{
+        At{dataOf(ginv0t1, 0), dataOf(ginv0t1, 1), dataOf(ginv0t1, 2), wsamp}, gsamp, kern::PostNone{},
+        dataOf(ginv0t1, 0), dataOf(ginv0t1, 1), dataOf(ginv0t1, 2)};
+    forEachVoxel(ginv0t1.memType(), first, s, st);
+    for (unsigned int k = 1; k < numIter; ++k) forEachVoxel(ginv0t1.memType(), next, s, st);
   });
 }
 

@@ -152,12 +152,13 @@ class Shooter:
         T = self.T
         self.g = [F() for _ in range(T + 1)]
         self.ginv = [F() for _ in range(T + 1)]
+        ca.SetToIdentity(self.g[0])          # phi_0 = Id for every shoot: set once
+        ca.SetToIdentity(self.ginv[0])
         self.v = [F() for _ in range(T + 1)]
         self.m = [F() for _ in range(T + 1)]
         self.t1, self.t2, self.t3, self.t4 = F(), F(), F(), F()
         self.t5 = F() if not self.iso else None
         self.w = F()
-        self.jz = F()                        # third row of the Jacobian of v (stability number)
         self.i1, self.i2, self.i3 = I(), I(), I()
         self.cfl = 0.0                       # max_n dt * max_x |Dv_n(x)|_F of the last shoot
         self.min_jac = 1.0                   # min det D(phi_1), det D(phi_1^-1) of the last shoot
@@ -233,19 +234,16 @@ class Shooter:
     def _lagrangian(self, out, v, g, scale):
         """out = scale * (v o g) in voxel units (the increment of the H-field g)."""
         ca.ApplyH(out, v, g, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
-        self._to_vox(out)
-        if scale != 1.0:
-            ca.MulC_I(out, float(scale))
+        # to voxel units and scaled, in one pass
+        if self.iso:
+            ca.MulC_I(out, float(scale) / self.s_iso)
+        else:
+            ca.MulC_I(out, _vec([float(scale) / s for s in self.sp]))
 
     def _dv_max(self, v):
         """max_x |Dv(x)|_F (physical derivatives: dimensionless); a forward step
         Id + dt v is invertible where dt |Dv| < 1."""
-        ca.Jacobian(self.t1, self.t2, self.jz, v)
-        ca.SqrMagnitude(self.i2, self.t1)
-        ca.SqrMagnitude(self.i3, self.t2)
-        ca.Add_I(self.i2, self.i3)
-        ca.SqrMagnitude(self.i3, self.jz)
-        ca.Add_I(self.i2, self.i3)
+        ca.JacobianNormSqr(self.i2, v)   # one pass (was Jacobian, 3 SqrMagnitude, 2 Add_I)
         return math.sqrt(max(ca.Max(self.i2), 0.0))
 
     def _min_jac(self):
@@ -273,8 +271,6 @@ class Shooter:
             m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
         """
         T, dt = self.T, 1.0 / self.T
-        ca.SetToIdentity(self.g[0])
-        ca.SetToIdentity(self.ginv[0])
         ca.Copy(self.m[0], m0)
         self.K.applyInverseOperator(self.v[0], self.m[0])
         self.cfl = 0.0
@@ -406,15 +402,22 @@ class Shooter:
             # (zero at t = 1) at the later node
             for n in range(T - 1, -1, -1):
                 self._image_force(force, n, I0, Ihat1)        # F(t_n)
-                ca.Add_I(prev, force)
-                ca.MulC_I(prev, 0.5)                          # trapezoid of the force
-                if n < T - 1:
-                    self.adstar(tmp, mhat, self.m[n + 1])     # ad*_{m_hat} m at t_{n+1}
-                    ca.Sub_I(prev, tmp)
+                ca.AddMulC_I(prev, force, 0.5)                # trapezoid of the force
+                if n < T - 1:                                 # ad*_{m_hat} m at t_{n+1}
+                    if self.iso:                              # (the unit scale fused)
+                        ca.CoAdInf(tmp, mhat, self.m[n + 1])
+                        ca.Add_MulC_I(prev, tmp, -1.0 / self.s_iso)
+                    else:
+                        self.adstar(tmp, mhat, self.m[n + 1])
+                        ca.Sub_I(prev, tmp)
                 self.K.applyInverseOperator(prev)             # K(F - ad* m)
-                if n < T - 1:
-                    self.ad(tmp, self.v[n + 1], mhat)         # ad_v m_hat at t_{n+1}
-                    ca.Add_I(prev, tmp)
+                if n < T - 1:                                 # ad_v m_hat at t_{n+1}
+                    if self.iso:
+                        ca.AdInf(tmp, self.v[n + 1], mhat)
+                        ca.Add_MulC_I(prev, tmp, 1.0 / self.s_iso)
+                    else:
+                        self.ad(tmp, self.v[n + 1], mhat)
+                        ca.Add_I(prev, tmp)
                 ca.Add_MulC_I(mhat, prev, -dt)                # m_hat(t_n)
                 prev, force = force, prev
         if precondition:

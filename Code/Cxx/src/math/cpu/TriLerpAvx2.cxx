@@ -48,16 +48,18 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
     __m256 l[4];
     for (int k = 0; k < 4; ++k) {
       const float* b = img + off[k];
-      __m128d p0 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[0]));
-      p0 = _mm_loadh_pd(p0, reinterpret_cast<const double*>(b + idx[1]));
-      __m128d p1 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[2]));
-      p1 = _mm_loadh_pd(p1, reinterpret_cast<const double*>(b + idx[3]));
-      __m128d p2 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[4]));
-      p2 = _mm_loadh_pd(p2, reinterpret_cast<const double*>(b + idx[5]));
-      __m128d p3 = _mm_loadl_pd(_mm_setzero_pd(), reinterpret_cast<const double*>(b + idx[6]));
-      p3 = _mm_loadh_pd(p3, reinterpret_cast<const double*>(b + idx[7]));
-      const __m256 a = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p0), p2, 1));
-      const __m256 c = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p1), p3, 1));
+      // broadcasts and blends (load ports and any vector ALU), not movhpd /
+      // vinsertf128 (the shuffle port, which the two shufps below need)
+      auto pair = [b](int i) { return reinterpret_cast<const double*>(b + i); };
+      __m256d pa = _mm256_castpd128_pd256(_mm_load_sd(pair(idx[0])));
+      pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[1])), 0x2);
+      pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[4])), 0x4);
+      pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[5])), 0x8);  // voxels 0, 1, 4, 5
+      __m256d pc = _mm256_castpd128_pd256(_mm_load_sd(pair(idx[2])));
+      pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[3])), 0x2);
+      pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[6])), 0x4);
+      pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[7])), 0x8);  // voxels 2, 3, 6, 7
+      const __m256 a = _mm256_castpd_ps(pa), c = _mm256_castpd_ps(pc);
       const __m256 v0 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0));  // lower x corner, voxels 0..7
       const __m256 v1 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 3, 1));  // upper x corner
       // (1 - t) v0 + t v1 (here and along y, z): exact at t = 0 and t = 1,
