@@ -454,8 +454,28 @@ BYTES = {
     'Gradient': 16,       # image read (4), gradient written (12)
     'JacDetH': 16,        # h read (12), determinant written (4)
     'CoAd': 36,           # g read (12), m read (12, sampled at g), n written (12)
-    'UpdateInverse': 240,  # copy (24) + 3 iterations x 2 compositions x 36
+    'UpdateInverse': 144,  # 3 iterations x 48: c read (12), w sampled at c (12), ginv0t sampled (12),
+                           # ginv0t1 written (12); the first reads ginv0t as c (no copy)
 }
+
+#: The field kernels' memory-traffic floors at 128^3 (bytes per voxel that
+#: must move: streamed inputs and outputs, and each sampled field once), for
+#: the effective-bandwidth share of Copy's (a field Copy moves 24: 12 read,
+#: 12 written). Write-allocate traffic is not counted, for Copy either.
+FLOOR_LABEL = 'Field kernels: bandwidth share of Copy'
+FLOORS = [
+    # (label, bytes/voxel, what)
+    ('ApplyH(field, PARTIAL_ZERO)', 36, 'h 12 + m sampled 12 + out 12'),
+    ('ComposeHH [PARTIAL_ID]', 36, 'h 12 + g sampled 12 + f 12'),
+    ('ComposeHV [PARTIAL_ID]', 36, 'v 12 + g sampled 12 + f 12'),
+    ('UpdateInverse (numIter=1)', 48, 'ginv0t 12 + w sampled 12 + ginv0t sampled 12 + out 12'),
+    ('CoAd [PARTIAL_ZERO]', 36, 'g 12 + m sampled 12 + n 12'),
+    ('Splat (image)', 20, 'h 12 + values 4 + out 4'),
+    ('SplatField', 36, 'h 12 + values 12 + out 12'),
+    ('Gradient [central]', 16, 'image 4 + gradient 12'),
+    ('JacDetH [central]', 16, 'h 12 + det 4'),
+    ('JacobianNormSqr', 16, 'v 12 + out 4'),
+]
 
 
 def _torch_volume(torch, arr_xyz):
@@ -489,6 +509,8 @@ def bench_deform(rows, reps, only, nthreads):
               'CoAd(n, g, m) [PARTIAL_ZERO]', 'UpdateInverse(..., numIter=3)']
     if any(want(l) for l in labels):
         bench_diff_ops(rows, 128, reps, nthreads, want, labels, thr)
+    if want(FLOOR_LABEL):
+        bench_field_floors(rows, 128, reps, thr)
     if want('Python call overhead'):
         g4 = ca.GridInfo(ca.Vec3Di(4, 4, 4))
         i4, o4, h4 = ca.Image3D(g4, ca.MEM_HOST), ca.Image3D(g4, ca.MEM_HOST), ca.Field3D(g4, ca.MEM_HOST)
@@ -498,6 +520,46 @@ def bench_deform(rows, reps, only, nthreads):
         rows.derive('Python call overhead (ApplyH 4^3)', t[0] * 1e6, 'us',
                     'Python call overhead: ApplyH on a 4^3 grid takes %.1f us (SWIG dispatch, checks, '
                     '64 voxels): negligible beside the 128^3 rows' % (t[0] * 1e6))
+
+
+def bench_field_floors(rows, n, reps, thr):
+    """Each field kernel timed in alternation with a field Copy at n^3 (the
+    same machine conditions): its effective bandwidth (FLOORS' bytes per
+    voxel / its median) as a share of Copy's (24 B/voxel / Copy's median)."""
+    rng = np.random.default_rng(31)
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0))
+    g, h = new_field(grid, smooth_h(n, rng)), new_field(grid, smooth_h(n, rng))
+    v = new_field(grid, [0.5 * u for u in smooth_displacement(n, rng, 2.0)])
+    m = new_field(grid, [smooth_image(n, rng) for _ in range(3)])
+    im = new_image(grid, smooth_image(n, rng))
+    of, cp, sv = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST)
+    oi = ca.Image3D(grid, ca.MEM_HOST)
+    pz, pid = ca.BACKGROUND_STRATEGY_PARTIAL_ZERO, ca.BACKGROUND_STRATEGY_PARTIAL_ID
+    ops = {
+        'ApplyH(field, PARTIAL_ZERO)': lambda: ca.ApplyH(of, m, h, pz),
+        'ComposeHH [PARTIAL_ID]': lambda: ca.ComposeHH(of, g, h, pid),
+        'ComposeHV [PARTIAL_ID]': lambda: ca.ComposeHV(of, g, v, 1.0, pid),
+        'UpdateInverse (numIter=1)': lambda: ca.UpdateInverse(of, sv, h, v, 1),
+        'CoAd [PARTIAL_ZERO]': lambda: ca.CoAd(of, g, m, pz),
+        'Splat (image)': lambda: ca.Splat(oi, h, im, False),
+        'SplatField': lambda: ca.SplatField(of, m, h),
+        'Gradient [central]': lambda: ca.Gradient(of, im),
+        'JacDetH [central]': lambda: ca.JacDetH(oi, h),
+        'JacobianNormSqr': lambda: ca.JacobianNormSqr(oi, v),
+    }
+    nvox = n ** 3
+    common = 'inputs: smooth H-fields (<= 4 voxels), smooth images; %s' % thr
+    for label, nbytes, what in FLOORS:
+        fn = ops[label]
+        (t, tmin), (tc, _) = median_times_interleaved([fn, lambda: ca.Copy(cp, g)], reps)
+        bw, bwc = nbytes * nvox / t / 1e9, 24 * nvox / tc / 1e9
+        rows.add('%s %s' % (FLOOR_LABEL, label), '%d^3' % n, (t, tmin), None, '-',
+                 'floor %d B/voxel (%s): %.1f GB/s = %.0f%% of a field Copy\'s %.1f GB/s '
+                 '(Copy %.3f ms, same run)' % (nbytes, what, bw, 100.0 * bw / bwc, bwc, tc * 1e3),
+                 nbytes, nvox, common=common)
+        rows.derive('%s share of Copy' % label, 100.0 * bw / bwc, '%',
+                    '%s: %.1f GB/s at its %d B/voxel floor = %.0f%% of Copy\'s %.1f GB/s'
+                    % (label, bw, nbytes, 100.0 * bw / bwc, bwc))
 
 
 def bench_applyh(rows, n, reps, nthreads, label, thr):
@@ -728,8 +790,8 @@ def bench_diff_ops(rows, n, reps, nthreads, want, labels, thr):
         w = new_field(grid, [0.5 * u for u in smooth_displacement(n, rng, 2.0)])
         ginv1, scratch = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST)
         add(l_upd, median_time(lambda: ca.UpdateInverse(ginv1, scratch, h, w, 3), reps), None, '',
-            'no peer; %d B/voxel (copy 24 + 3 iterations x 2 compositions x 36: each reads 2 fields, '
-            'writes 1); ginv0t = h, w = low-frequency sines <= 1 voxel' % BYTES['UpdateInverse'],
+            'no peer; %d B/voxel (3 fused iterations x 48: c read, w and ginv0t sampled, the output '
+            'written); ginv0t = h, w = low-frequency sines <= 1 voxel' % BYTES['UpdateInverse'],
             'UpdateInverse')
 
 

@@ -49,7 +49,8 @@ import PyCA.Core as ca
 
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_resampler,
-                      make_multiscale, Progress, check_pair, Timer, ConfigError)
+                      make_multiscale, Progress, check_pair, Timer, ConfigError, fft_size, pad_image,
+                      crop_field, on_mem)
 from .metrics import make_metric
 
 __all__ = ['DEFAULTS', 'greedy_register']
@@ -70,6 +71,8 @@ DEFAULTS = {
     'metric': 'lncc',         # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
     'lncc_radius': 2,         # lncc: window radius in voxels of each level
     'mi_bins': 32,            # mi: histogram bins per image
+    'fft_pad': True,          # register on a grid padded at the far end to FFT-friendly sizes
+                              # (the fluid kernel's transforms), h and hinv cropped back
 }
 
 
@@ -162,7 +165,9 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
     (0 = normalised steps of ``max_step`` voxels; > 0 = fixed multiplier of the
     update, clipped to ``max_step`` voxels), ``max_step``, ``alpha``,
     ``beta``, ``gamma`` (the fluid operator), ``device`` ('auto', 'cpu',
-    'gpu'), ``compute_inverse``, ``inverse_iters``.
+    'gpu'), ``compute_inverse``, ``inverse_iters``, ``metric``, ``fft_pad``
+    (register on a grid padded at the far end to FFT-friendly sizes, as
+    ``lddmm_register`` does; h and hinv are cropped back).
 
     Returns a :class:`RegistrationResult` with ``method='greedy'``,
     ``deformed`` (= ApplyH(moving, h), in the compute memory type), ``h``
@@ -197,6 +202,12 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
     mType = compute_mem_type(cfg['device'], fixed)
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     timer = Timer()
+    if cfg['fft_pad'] and init_h is None and init_hinv is None:
+        size0 = [int(v) for v in fixed.grid().size()]
+        _, facs0 = make_multiscale(fixed.grid(), cfg['scales'])
+        psize = [fft_size(n, facs0) for n in size0]
+        if psize != size0:
+            return _padded_run(fixed, moving, cfg, quiet, mType, psize)
 
     I0orig, I1orig = own_copy(fixed, mType), own_copy(moving, mType)
     origGrid = I0orig.grid().copy()
@@ -323,3 +334,25 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
         energy_terms={'image': list(energy), 'reg': [0.0] * len(energy)},
         scale_of_iter=scale_of_iter, iterations=len(energy), seconds=timer(),
         device='gpu' if mType == ca.MEM_DEVICE else 'cpu', config=cfg)
+
+
+def _padded_run(fixed, moving, cfg, quiet, mType, psize):
+    """greedy_register on both images padded to ``psize`` (``fft_pad``; as
+    lddmm's: edge-replicated at the far end, so voxel coordinates -- the
+    H-fields' values -- are the same on both grids), h and hinv cropped back
+    to the fixed grid."""
+    timer = Timer()
+    grid0 = fixed.grid()
+    fp = pad_image(fixed, psize, mType)
+    mp = pad_image(moving, psize, mType)
+    r = greedy_register(fp, mp, config=dict(cfg, fft_pad=False), quiet=quiet)
+    del fp, mp
+    h = crop_field(r.h, grid0, mType)
+    out = ca.Image3D(grid0, mType)
+    ca.ApplyH(out, on_mem(moving, mType), h)
+    r.h, r.deformed = h, out
+    if r.hinv is not None:
+        r.hinv = crop_field(r.hinv, grid0, mType)
+    r.config = dict(r.config, fft_pad=True, padded_size=list(psize))
+    r.seconds = timer()
+    return r
