@@ -59,7 +59,7 @@ __all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
 DEFAULTS = {
     'scales': [4, 2, 1],        # down-sampling factors, coarse to fine
     'iters': [40, 40, 15],      # most gradient-descent iterations per scale (one value: every scale)
-    'nsteps': 5,                # time steps of the geodesic shooting
+    'nsteps': 4,                # time steps of the geodesic shooting (more where max_cfl needs them)
     'integrator': 'euler',      # 'euler' or 'rk4'
     'adjoint': 'euler',         # backward integration of the adjoint: 'euler' (trapezoid force)
                                 # or 'heun' (2nd order, one more kernel solve per step)
