@@ -226,7 +226,12 @@ PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, in
     c11[k] = ty * tz;
     const int in =
         int(ix >= 0) & int(iy >= 0) & int(iz >= 0) & int(ix < sx - 1) & int(iy < sy - 1) & int(iz < sz - 1);
-    const long long j = (long long)(voxelIndex<Index>(ix, iy, iz, sx, sy) - off);
+    // the index of the clamped corner (for every voxel: no branch; only the
+    // interior ones use it, and clamping keeps the int arithmetic in range)
+    const int qx = ix < 0 ? 0 : (ix > sx - 1 ? sx - 1 : ix);
+    const int qy = iy < 0 ? 0 : (iy > sy - 1 ? sy - 1 : iy);
+    const int qz = iz < 0 ? 0 : (iz > sz - 1 ? sz - 1 : iz);
+    const long long j = (long long)(voxelIndex<Index>(qx, qy, qz, sx, sy) - off);
     cj[k] = in ? j : -1LL;
   }
 }
