@@ -191,8 +191,8 @@ struct SplatChunk {
 /// Fills the chunk for source voxels x0 .. x0 + m - 1 of row (y, z)
 /// (vectorised: contiguous loads, no stores into the slab).
 template <class Index, class Src>
-PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, int x0, int y, int z, size_t base, int m, Index off,
-                    int sx, int sy, int sz) {
+PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, int x0, int y, int z, size_t base,
+                                         int m, Index off, int sx, int sy, int sz) {
   // sr by value and restrict-qualified outputs, so that the compiler keeps
   // the source's pointers in registers and vectorises the loop
   constexpr int K = Src::K;
