@@ -18,6 +18,15 @@
 namespace PyCA {
 namespace detail {
 
+namespace {
+/// The pair (p[0], p[1]) in the low half of a vector, by movq: an unaligned,
+/// may-alias 64-bit load (_mm_load_sd would dereference a misaligned double).
+__attribute__((target("avx2"))) inline __m256d loadPair(const float* p) {
+  return _mm256_castpd128_pd256(_mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+}  // namespace
+
 __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
                                                       const float* py, const float* pz, float* out, int n) {
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.f);
@@ -51,11 +60,11 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
       // broadcasts and blends (load ports and any vector ALU), not movhpd /
       // vinsertf128 (the shuffle port, which the two shufps below need)
       auto pair = [b](int i) { return reinterpret_cast<const double*>(b + i); };
-      __m256d pa = _mm256_castpd128_pd256(_mm_load_sd(pair(idx[0])));
+      __m256d pa = loadPair(b + idx[0]);
       pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[1])), 0x2);
       pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[4])), 0x4);
       pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[5])), 0x8);  // voxels 0, 1, 4, 5
-      __m256d pc = _mm256_castpd128_pd256(_mm_load_sd(pair(idx[2])));
+      __m256d pc = loadPair(b + idx[2]);
       pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[3])), 0x2);
       pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[6])), 0x4);
       pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[7])), 0x8);  // voxels 2, 3, 6, 7
