@@ -193,17 +193,25 @@ void UpwindGradMag(Image3D& a_o, const Image3D& a_i, const Image3D& a_speed, Str
   forEachVoxel(a_o.memType(), fn, s, st);
 }
 
-void Divergence(Image3D& a_o, const Field3D& a_i, DiffT diff, BoundaryCondT bc, StreamT st) {
+namespace {
+/// a_o = Op(a_i) for a field-to-image stencil functor Op<diff, bc>{d, fx, fy, fz, out}
+/// (Divergence, JacobianNormSqr).
+template <template <DiffT, BoundaryCondT> class Op>
+void fieldStencilToImage(Image3D& a_o, const Field3D& a_i, DiffT diff, BoundaryCondT bc, StreamT st) {
   checkAll(a_o, a_i);
   detail::dispatchDiffBc(diff, bc, [&](auto d, auto b) {
     constexpr DiffT D = decltype(d)::value;
     constexpr BoundaryCondT B = decltype(b)::value;
     Unaliased<Field3D> in(a_i, st, a_o);
     const Field3D& F = in;
-    const kern::DivergenceOp<D, B> fn{diffOn<D, B>(a_o.grid()), dataOf(F, 0), dataOf(F, 1), dataOf(F, 2),
-                                      dataOf(a_o)};
+    const Op<D, B> fn{diffOn<D, B>(a_o.grid()), dataOf(F, 0), dataOf(F, 1), dataOf(F, 2), dataOf(a_o)};
     forEachVoxel(a_o.memType(), fn, a_o.size(), st);
   });
+}
+}  // namespace
+
+void Divergence(Image3D& a_o, const Field3D& a_i, DiffT diff, BoundaryCondT bc, StreamT st) {
+  fieldStencilToImage<kern::DivergenceOp>(a_o, a_i, diff, bc, st);
 }
 
 void DivBack(Image3D& a_o, const Field3D& a_i, BoundaryCondT bc, StreamT st) {
@@ -280,16 +288,7 @@ void Jacobian(Field3D& a_Xg, Field3D& a_Yg, Field3D& a_Zg, const Field3D& a_h, D
 }
 
 void JacobianNormSqr(Image3D& a_o, const Field3D& a_v, DiffT diff, BoundaryCondT bc, StreamT st) {
-  checkAll(a_o, a_v);
-  detail::dispatchDiffBc(diff, bc, [&](auto d, auto b) {
-    constexpr DiffT D = decltype(d)::value;
-    constexpr BoundaryCondT B = decltype(b)::value;
-    Unaliased<Field3D> vs(a_v, st, a_o);
-    const Field3D& V = vs;
-    const kern::JacNormSqrOp<D, B> fn{diffOn<D, B>(a_o.grid()), dataOf(V, 0), dataOf(V, 1), dataOf(V, 2),
-                                      dataOf(a_o)};
-    forEachVoxel(a_o.memType(), fn, a_o.size(), st);
-  });
+  fieldStencilToImage<kern::JacNormSqrOp>(a_o, a_v, diff, bc, st);
 }
 
 // ---- field utilities (FOpers.h) ---------------------------------------------------

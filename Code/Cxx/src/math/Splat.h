@@ -133,43 +133,12 @@ void sourceCoordRange(const Src& src, int ssx, int ssy, long long rowLo, long lo
 
 /// Adds the trilinear shares of values v[0..K-1] (and, with withW, of the
 /// weight 1) of point (x, y, z) to the slab channels ch[c] (indexed by the
-/// voxel index minus off).
+/// voxel index minus off), corner by corner, dropping the corners outside the
+/// grid: the points whose 8 corners are not all inside (splatChunkAdd does
+/// the others).
 template <class Index, int K>
-PYCA_FORCEINLINE void accumulateCorners(float* const* ch, Index off, bool withW, float x, float y, float z,
-                                        const float* v, int sx, int sy, int sz) {
-  x = interpSanitize(x);
-  y = interpSanitize(y);
-  z = interpSanitize(z);
-  const int x0 = floorToInt(x), y0 = floorToInt(y), z0 = floorToInt(z);
-  const float tx = x - float(x0), ty = y - float(y0), tz = z - float(z0);
-  if (x0 >= 0 && y0 >= 0 && z0 >= 0 && x0 + 1 < sx && y0 + 1 < sy && z0 + 1 < sz) {
-    // all 8 corners inside (the common case)
-    const size_t j = size_t(voxelIndex<Index>(x0, y0, z0, sx, sy) - off);
-    const size_t dy = size_t(sx), dz = size_t(sx) * size_t(sy);
-    const float ux = 1.f - tx, uy = 1.f - ty, uz = 1.f - tz;
-    const float w00 = uy * uz, w10 = ty * uz, w01 = uy * tz, w11 = ty * tz;
-    // Every corner of every channel is loaded before any is stored: the
-    // planes lie a multiple of 4 KiB apart on many grids (128^2 floats), and
-    // a load after a store to an address with the same low 12 bits stalls
-    // (4K aliasing), as it did with read-modify-writes in sequence. The
-    // additions and their order per target voxel are unchanged.
-    const size_t o[8] = {0, 1, dy, dy + 1, dz, dz + 1, dz + dy, dz + dy + 1};
-    const float wyz[8] = {w00, w00, w10, w10, w01, w01, w11, w11};
-    constexpr int C = K + 1;
-    const int nc = withW ? C : K;
-    float cur[C][8];
-    for (int c = 0; c < nc; ++c) {
-      const float* p = ch[c] + j;
-      for (int q = 0; q < 8; ++q) cur[c][q] = p[o[q]];
-    }
-    for (int c = 0; c < nc; ++c) {
-      const float s = c < K ? v[c] : 1.f;
-      const float a = ux * s, b = tx * s;
-      float* p = ch[c] + j;
-      for (int q = 0; q < 8; ++q) p[o[q]] = cur[c][q] + (q & 1 ? b : a) * wyz[q];
-    }
-    return;
-  }
+PYCA_FORCEINLINE void accumulateBorderCorners(float* const* ch, Index off, bool withW, float x, float y, float z,
+                                              const float* v, int sx, int sy, int sz) {
   splatPoint<Index>(x, y, z, sx, sy, sz, [&](Index idx, float w, int, int, int) {
     const size_t j = size_t(idx - off);
     for (int c = 0; c < K; ++c) ch[c][j] += w * v[c];
@@ -265,7 +234,7 @@ PYCA_FORCEINLINE void splatChunkPrep(bool avx2, const Src& sr, SplatChunk<Src::K
 /// The read-modify-writes of a run: its even voxels, then its odd ones, each
 /// in order (so the sums into every slab voxel keep a fixed order); the
 /// interior voxels use the precomputed corners and weights, the others
-/// accumulateCorners (their point and values fetched again).
+/// accumulateBorderCorners (their point and values fetched again).
 template <class Index, bool withW, class Src>
 PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c, float* const* ch, Index off,
                                     int x0, int y, int z, size_t base, int m, int sx, int sy, int sz) {
@@ -278,14 +247,16 @@ PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c,
       if (c.j[k] < 0) {
         float px, py, pz, v[K];
         src(x0 + k, y, z, base + size_t(x0 + k), px, py, pz, v);
-        accumulateCorners<Index, K>(ch, off, withW, px, py, pz, v, sx, sy, sz);
+        accumulateBorderCorners<Index, K>(ch, off, withW, px, py, pz, v, sx, sy, sz);
         continue;
       }
       const size_t j = size_t(c.j[k]);
       const float tx = c.tx[k], ux = 1.f - tx;
       const float wyz[8] = {c.w00[k], c.w00[k], c.w10[k], c.w10[k], c.w01[k], c.w01[k], c.w11[k], c.w11[k]};
-      // every corner of every channel is loaded before any is stored (see
-      // accumulateCorners: 4K aliasing)
+      // every corner of every channel is loaded before any is stored: the
+      // planes lie a multiple of 4 KiB apart on many grids (128^2 floats), and
+      // a load after a store to an address with the same low 12 bits stalls
+      // (4K aliasing)
       float cur[nc][8];
       for (int q = 0; q < nc; ++q) {
         const float* p = ch[q] + j;

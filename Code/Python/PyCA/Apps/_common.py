@@ -436,6 +436,46 @@ def crop_field(f, grid, mType):
     return on_mem(out, mType)
 
 
+def padded_run(register, fixed, moving, cfg, quiet, mType, psize, fields):
+    """``register`` (greedy_register, lddmm_register) on both images padded
+    to ``psize`` by :func:`pad_image` (``fft_pad``), with ``fft_pad=False``;
+    then ``h`` and the result's other ``fields`` (those not None) cropped back
+    to the fixed grid, ``deformed`` = the moving image at the cropped ``h``,
+    and ``config['padded_size']`` the size used. The padding is at the far
+    end, so voxel coordinates (the H-fields' values) are the same on both
+    grids.
+
+    Args:
+        register (callable): the registration function, called as
+            ``register(fixed, moving, config=..., quiet=...)``.
+        fixed (Image3D): the fixed image.
+        moving (Image3D): the moving image, on the fixed image's grid.
+        cfg (dict): the merged parameters of ``register``.
+        quiet (bool): no progress bar.
+        mType (MemoryType): memory type of the computation and the result.
+        psize (sequence of int): the padded size (``fft_size`` per axis).
+        fields (sequence of str): the result's fields to crop besides ``h``.
+
+    Returns:
+        RegistrationResult: on the fixed grid.
+    """
+    timer = Timer()
+    grid0 = fixed.grid()
+    fp = pad_image(fixed, psize, mType)
+    mp = pad_image(moving, psize, mType)
+    r = register(fp, mp, config=dict(cfg, fft_pad=False), quiet=quiet)
+    del fp, mp
+    r.h = crop_field(r.h, grid0, mType)
+    r.deformed = ca.Image3D(grid0, mType)
+    ca.ApplyH(r.deformed, on_mem(moving, mType), r.h)
+    for name in fields:
+        if getattr(r, name) is not None:
+            setattr(r, name, crop_field(getattr(r, name), grid0, mType))
+    r.config = dict(r.config, fft_pad=True, padded_size=list(psize))
+    r.seconds = timer()
+    return r
+
+
 def check_pair(fixed, moving, who):
     """TypeError / ValueError with a clear message for inputs an app can't use.
 

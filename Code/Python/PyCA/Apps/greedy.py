@@ -49,8 +49,8 @@ import PyCA.Core as ca
 
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_resampler,
-                      make_multiscale, Progress, check_pair, Timer, ConfigError, fft_size, pad_image,
-                      crop_field, on_mem)
+                      make_multiscale, Progress, check_pair, Timer, ConfigError, fft_size,
+                      padded_run)
 from .metrics import make_metric
 
 __all__ = ['DEFAULTS', 'greedy_register']
@@ -207,7 +207,7 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
         _, facs0 = make_multiscale(fixed.grid(), cfg['scales'])
         psize = [fft_size(n, facs0) for n in size0]
         if psize != size0:
-            return _padded_run(fixed, moving, cfg, quiet, mType, psize)
+            return padded_run(greedy_register, fixed, moving, cfg, quiet, mType, psize, ('hinv',))
 
     I0orig, I1orig = own_copy(fixed, mType), own_copy(moving, mType)
     origGrid = I0orig.grid().copy()
@@ -335,24 +335,3 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
         scale_of_iter=scale_of_iter, iterations=len(energy), seconds=timer(),
         device='gpu' if mType == ca.MEM_DEVICE else 'cpu', config=cfg)
 
-
-def _padded_run(fixed, moving, cfg, quiet, mType, psize):
-    """greedy_register on both images padded to ``psize`` (``fft_pad``; as
-    lddmm's: edge-replicated at the far end, so voxel coordinates -- the
-    H-fields' values -- are the same on both grids), h and hinv cropped back
-    to the fixed grid."""
-    timer = Timer()
-    grid0 = fixed.grid()
-    fp = pad_image(fixed, psize, mType)
-    mp = pad_image(moving, psize, mType)
-    r = greedy_register(fp, mp, config=dict(cfg, fft_pad=False), quiet=quiet)
-    del fp, mp
-    h = crop_field(r.h, grid0, mType)
-    out = ca.Image3D(grid0, mType)
-    ca.ApplyH(out, on_mem(moving, mType), h)
-    r.h, r.deformed = h, out
-    if r.hinv is not None:
-        r.hinv = crop_field(r.hinv, grid0, mType)
-    r.config = dict(r.config, fft_pad=True, padded_size=list(psize))
-    r.seconds = timer()
-    return r

@@ -49,8 +49,7 @@ import PyCA.Core as ca
 
 from ._common import (RegistrationResult, Progress, Timer, check_pair, compute_mem_type,
                       ensure_thread_memory_manager, make_fluid_kernel, make_multiscale,
-                      make_resampler, merge_config, on_mem, ConfigError, fft_size, pad_image,
-                      crop_field)
+                      make_resampler, merge_config, on_mem, ConfigError, fft_size, padded_run)
 from .metrics import SSD, make_metric
 
 __all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
@@ -218,12 +217,6 @@ class Shooter:
             ca.MulC_I(out, 1.0 / self.s_iso)
         else:
             self._converted(ca.CoAdInf, out, X, self.Sinv, m, self.S, self.Sinv)
-
-    def _to_vox(self, f):
-        if self.iso:
-            ca.MulC_I(f, 1.0 / self.s_iso)
-        else:
-            ca.MulC_I(f, self.Sinv)
 
     # ---- forward ------------------------------------------------------------
     def _velocity(self, v, m, ginv, m0):
@@ -487,7 +480,8 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
         size0 = [int(v) for v in grid0.size()]
         psize = [fft_size(n, facs) for n in size0]
         if psize != size0:
-            return _padded_run(fixed, moving, cfg, quiet, mType, psize)
+            return padded_run(lddmm_register, fixed, moving, cfg, quiet, mType, psize,
+                              ('hinv', 'momentum', 'velocity'))
     I1full = on_mem(fixed, mType)
     I0full = on_mem(moving, mType)
     ensure_thread_memory_manager(grid0, mType)
@@ -664,25 +658,3 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
         scale_of_iter=scale_of_iter, iterations=len(energy), seconds=seconds,
         device='gpu' if mType == ca.MEM_DEVICE else 'cpu',
         config=dict(copy.deepcopy(cfg), nsteps_used=nsteps_used))
-
-
-def _padded_run(fixed, moving, cfg, quiet, mType, psize):
-    """lddmm_register on both images padded to ``psize`` (``fft_pad``), its
-    fields cropped back to the fixed grid; the padding is at the far end, so
-    voxel coordinates (the H-fields' values) are the same on both grids."""
-    timer = Timer()
-    grid0 = fixed.grid()
-    fp = pad_image(fixed, psize, mType)
-    mp = pad_image(moving, psize, mType)
-    r = lddmm_register(fp, mp, config=dict(cfg, fft_pad=False), quiet=quiet)
-    del fp, mp
-    h = crop_field(r.h, grid0, mType)
-    out = ca.Image3D(grid0, mType)
-    ca.ApplyH(out, on_mem(moving, mType), h)
-    r.h, r.deformed = h, out
-    r.hinv = crop_field(r.hinv, grid0, mType)
-    r.momentum = crop_field(r.momentum, grid0, mType)
-    r.velocity = crop_field(r.velocity, grid0, mType)
-    r.config = dict(r.config, fft_pad=True, padded_size=list(psize))
-    r.seconds = timer()
-    return r

@@ -15,17 +15,10 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
+#include "PairGatherAvx2.h"
+
 namespace PyCA {
 namespace detail {
-
-namespace {
-/// The pair (p[0], p[1]) in the low half of a vector, by movq: an unaligned,
-/// may-alias 64-bit load (_mm_load_sd would dereference a misaligned double).
-__attribute__((target("avx2"))) inline __m256d loadPair(const float* p) {
-  return _mm256_castpd128_pd256(_mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-
-}  // namespace
 
 __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
                                                       const float* py, const float* pz, float* out, int n) {
@@ -56,21 +49,8 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
     const __m256 ux = _mm256_sub_ps(one, tx);
     __m256 l[4];
     for (int k = 0; k < 4; ++k) {
-      const float* b = img + off[k];
-      // broadcasts and blends (load ports and any vector ALU), not movhpd /
-      // vinsertf128 (the shuffle port, which the two shufps below need)
-      auto pair = [b](int i) { return reinterpret_cast<const double*>(b + i); };
-      __m256d pa = loadPair(b + idx[0]);
-      pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[1])), 0x2);
-      pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[4])), 0x4);
-      pa = _mm256_blend_pd(pa, _mm256_broadcast_sd(pair(idx[5])), 0x8);  // voxels 0, 1, 4, 5
-      __m256d pc = loadPair(b + idx[2]);
-      pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[3])), 0x2);
-      pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[6])), 0x4);
-      pc = _mm256_blend_pd(pc, _mm256_broadcast_sd(pair(idx[7])), 0x8);  // voxels 2, 3, 6, 7
-      const __m256 a = _mm256_castpd_ps(pa), c = _mm256_castpd_ps(pc);
-      const __m256 v0 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0));  // lower x corner, voxels 0..7
-      const __m256 v1 = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 3, 1));  // upper x corner
+      __m256 v0, v1;  // lower and upper x corners, voxels 0..7
+      pairs8(img + off[k], idx, v0, v1);
       // (1 - t) v0 + t v1 (here and along y, z): exact at t = 0 and t = 1,
       // so samples on grid points (the last plane has t = 1) are exact
       l[k] = _mm256_add_ps(_mm256_mul_ps(ux, v0), _mm256_mul_ps(tx, v1));
