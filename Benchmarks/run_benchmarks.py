@@ -1568,7 +1568,8 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
     try:
         shooter_cls = getattr(lddmm, 'Shooter', None)
         if shooter_cls is not None:
-            kernel = make_fluid_kernel(grid, ca.MEM_HOST, cfg['alpha'], cfg['beta'], cfg['gamma'])
+            kernel = make_fluid_kernel(grid, ca.MEM_HOST, cfg['alpha'], cfg['beta'], cfg['gamma'],
+                                        cfg.get('lpow', 1))
             sh = shooter_cls(grid, ca.MEM_HOST, kernel, T, cfg.get('integrator', 'euler'),
                              cfg['sigma'], cfg.get('inverse_iters', 3), cfg.get('adjoint', 'euler'))
             I0, I1 = moving, fixed          # lddmm_register: I0 = moving, I1 = fixed
@@ -1654,7 +1655,8 @@ def bench_lddmm_gpu(rows, reps):
         try:
             if what == 'iteration':
                 cfg = dict(lddmm.DEFAULTS)
-                kernel = make_fluid_kernel(grid, dev, cfg['alpha'], cfg['beta'], cfg['gamma'])
+                kernel = make_fluid_kernel(grid, dev, cfg['alpha'], cfg['beta'], cfg['gamma'],
+                                           cfg.get('lpow', 1))
                 sh = lddmm.Shooter(grid, dev, kernel, 10, 'euler', cfg['sigma'], cfg['inverse_iters'],
                                    cfg['adjoint'])
                 m0, grad = ca.Field3D(grid, dev), ca.Field3D(grid, dev)

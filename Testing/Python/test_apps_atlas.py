@@ -25,7 +25,8 @@ from PyCA.Apps.atlas import build_atlas, DEFAULTS, AtlasResult
 
 N2 = 40
 GREEDY_REG = {'scales': [2, 1], 'iters': [40, 40]}
-LDDMM_REG = {'scales': [2, 1], 'iters': [15, 15], 'alpha': 4.0, 'gamma': 1.0, 'sigma': 0.05}
+# K = L^-2 (lddmm's default lpow) with a smoothing length of 1 pixel
+LDDMM_REG = {'scales': [2, 1], 'iters': [15, 15], 'alpha': 1.0, 'gamma': 1.0, 'sigma': 0.05}
 
 
 def _base2d(n=N2):

@@ -804,7 +804,8 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     tmpf = ca.Field3D(grid, mType) if method == 'lddmm' else None
     kernel = None
     if method == 'lddmm':
-        kernel = make_fluid_kernel(grid, mType, reg_cfg['alpha'], reg_cfg['beta'], reg_cfg['gamma'])
+        kernel = make_fluid_kernel(grid, mType, reg_cfg['alpha'], reg_cfg['beta'], reg_cfg['gamma'],
+                                   reg_cfg['lpow'])
 
     def register_all(k):
         """Registers the local subjects to ``atlas``; the local energy sum."""
