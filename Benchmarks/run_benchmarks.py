@@ -1733,8 +1733,10 @@ def _ants_check_translation(ants, fixed_ants, size, spacing):
     return max(float(np.abs(h[d][sl] - idx[d][sl] - want[d]).max()) for d in range(3))
 
 
-#: the demo pairs of the ANTs comparison: (label, make_phantom_pair's rescan)
-DEMO_PAIRS = (('clean', None), ('rescanned t1', 't1'), ('T2-like t2', 't2'))
+#: the demo pairs of the ANTs comparison: (label, make_phantom_pair's rescan,
+#: its max_disp_mm: None = the demo's 8 mm; 24 = ``./run demo --max-disp 24``)
+DEMO_PAIRS = (('clean', None, None), ('rescanned t1', 't1', None), ('T2-like t2', 't2', None),
+              ('large deformation (--max-disp 24)', None, 24.0))
 
 
 def _ants_syn(rows, ants, fixed, moving, g, size, inside, quality, label, check):
@@ -1793,8 +1795,9 @@ def _ants_syn(rows, ants, fixed, moving, g, size, inside, quality, label, check)
 
 def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
     """The demo's problem (MNI template at 2 mm, moving = the phantom warp,
-    seed 0) in three versions (DEMO_PAIRS: clean; rescanned, 't1': bias
-    field, gamma, noise; 't2': T2-like contrast, then rescanned), each
+    seed 0) in four versions (DEMO_PAIRS: clean; rescanned, 't1': bias
+    field, gamma, noise; 't2': T2-like contrast, then rescanned; the clean
+    pair of a phantom of up to 24 mm, ``--max-disp 24``), each
     registered by our greedy and LDDMM (their defaults; for the t2 pair also
     with metric='mi') and by ants.registration(type_of_transform='SyN') (its
     defaults: affine stage then SyN, Mattes MI, 40 x 20 x 0 iterations),
@@ -1819,9 +1822,10 @@ def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
         print('(%s)' % ants_missing, flush=True)
     names = {'greedy': 'PyCA greedy', 'lddmm': 'PyCA LDDMM'}
     checked = False
-    for pair_label, rescan in DEMO_PAIRS:
+    for pair_label, rescan, max_disp in DEMO_PAIRS:
         try:
-            fixed, moving, mask, h_true, pinfo = make_phantom_pair(spacing_mm, rescan=rescan)
+            pkw = {} if max_disp is None else {'max_disp_mm': max_disp}
+            fixed, moving, mask, h_true, pinfo = make_phantom_pair(spacing_mm, rescan=rescan, **pkw)
         except ImportError as e:  # nilearn
             print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
             return
