@@ -38,11 +38,13 @@ energy rises.
 Kernel: K = L^-lpow with L = -alpha lap - beta grad div + gamma
 (``FluidKernelFFT`` with ``setLPow``). The default is lpow = 2, alpha = 200 mm^2,
 gamma = 1: the Green's function of L^2 in 3-D is exp(-r/l) with l =
-sqrt(alpha/gamma) = 14 mm, so v = K m is Lipschitz even where m is as rough
-as an image force, and its flow is a diffeomorphism (the time-step and fold
-checks below still guard the discretisation). With lpow = 1
-(the Green's function exp(-r/l)/r) the space of velocities is not inside
-C^1 in 3-D: max|Dv| of a force-like momentum grows with the resolution
+sqrt(alpha/gamma) = 14 mm, whose gradient is bounded, so v = K m is Lipschitz
+with ``|Dv|`` bounded independently of the grid for any momentum of finite mass,
+even one concentrated on edges as image forces are (the time-step and fold
+checks below still guard the discretisation). With lpow = 1 (the Green's
+function exp(-r/l)/r, gradient ~ 1/r^2) the derivative of the velocity of a
+momentum concentrated on a surface diverges at that surface, so ``max |Dv|`` of a
+force-like momentum grows with the resolution
 (about 3x from scale 4 to scale 2 on the demo pair), the geodesic
 self-focuses, and on large deformations the descent ran into folds it
 could not leave (the ``--max-disp 24`` demo: 5.1 mm mean error and 64 time
@@ -79,8 +81,8 @@ DEFAULTS = {
     'alpha': 200.0,             # L = (-alpha lap - beta grad div + gamma)^lpow (physical units:
     'beta': 0.0,                #   mm^2); sqrt(alpha/gamma) = 14 mm is the length of K's
     'gamma': 1.0,               #   exponential decay
-    'lpow': 2,                  # the power of L: 2 makes v = K m0 continuously differentiable
-                                #   in 3-D (1 does not: K's kernel ~ 1/r, |Dv| grows with the
+    'lpow': 2,                  # the power of L: with 2, |Dv| of v = K m0 is bounded independently
+                                #   of the grid (with 1, K's kernel ~ 1/r, it grows with the
                                 #   resolution and large deformations fold); module notes
     'step': 0.0,                # initial gradient-descent step on the momentum; 0 = automatic:
                                 #   the first step of each scale moves by at most init_disp voxels
