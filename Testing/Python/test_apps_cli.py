@@ -25,6 +25,7 @@ pytest.importorskip("yaml")
 from conftest import has_gpu  # noqa: E402
 
 from PyCA.Common import GetDirection  # noqa: E402
+import PyCA.Common as common  # noqa: E402
 from PyCA.Apps.io import load_pair, normalize_intensity  # noqa: E402
 from PyCA.Apps.outputs import SUMMARY_KEYS, mismatch  # noqa: E402
 import PyCA.Apps.register as cli  # noqa: E402
@@ -169,6 +170,8 @@ def _check_summary(outdir, method, fixed_path, iterations):
     assert s['final_mismatch'] == pytest.approx(s['mismatch_ratio'] * s['initial_mismatch'], rel=1e-6)
     assert 0 < s['jacdet_min'] <= 1 <= s['jacdet_max'] < 10
     assert s['folded_voxels'] == 0
+    if method in ('greedy', 'lddmm'):     # they write hinv.nii.gz, checked as h is
+        assert s['hinv_folded_voxels'] == 0 and s['hinv_jacdet_min'] > 0
     assert s['seconds_per_iter'] > 0 and s['total_seconds'] >= s['seconds_per_iter']
     assert s['device'] in ('cpu', 'gpu')
     assert isinstance(s['threads'], int) and s['threads'] >= 1
@@ -451,3 +454,31 @@ def test_cli_help_and_console_script_entry():
     if os.path.isfile(src):
         text = open(src).read()
         assert 'pyca-register = "PyCA.Apps.register:main_entry"' in text
+
+
+def test_cli_reports_a_folded_inverse(tmp_path, capfd):
+    """Greedy on the disc against the C (256^2): h has no fold, but its inverse,
+    built by composition, folds where h compresses the ring's gap. The command
+    line says so in one warning line and in summary.json (counted here with
+    NumPy central differences of the written hinv.nii.gz), not silently."""
+    from test_apps_lddmm import _disc_and_c
+    fixed, moving = _disc_and_c()
+    fp, mp = str(tmp_path / 'disc.nii.gz'), str(tmp_path / 'c.nii.gz')
+    common.SaveImage(fixed, fp)
+    common.SaveImage(moving, mp)
+    out = str(tmp_path / 'out')
+    rc = cli.main(['--fixed', fp, '--moving', mp, '--method', 'greedy', '--metric', 'ssd', '--quiet',
+                   '--out', out])
+    err = capfd.readouterr().err
+    assert rc == 0, err
+    s = json.load(open(os.path.join(out, 'summary.json')))
+    assert s['folded_voxels'] == 0 and s['hinv_folded_voxels'] > 0 and s['hinv_jacdet_min'] <= 0, s
+    lines = [l for l in err.splitlines() if 'inverse (hinv.nii.gz) folds' in l]
+    assert len(lines) == 1 and ('%d voxels' % s['hinv_folded_voxels']) in lines[0], err
+    hv = np.squeeze(sitk.GetArrayFromImage(_read(os.path.join(out, 'hinv.nii.gz'))).astype(np.float64))
+    assert hv.shape[:2] == (256, 256), hv.shape      # (y, x, components)
+    hx, hy = hv[..., 0], hv[..., 1]
+    dxx, dxy = np.gradient(hx, axis=1), np.gradient(hx, axis=0)
+    dyx, dyy = np.gradient(hy, axis=1), np.gradient(hy, axis=0)
+    det = dxx * dyy - dxy * dyx
+    assert (det <= 0).sum() > 0

@@ -25,7 +25,9 @@ folder first, moved into ``outdir`` when every one was written
                     of volume, <= 0 = folded)
 ``summary.png``     one page: images, differences, the deformation grid, the
                     Jacobian determinant and the energy curve
-``summary.json``    the key numbers (``SUMMARY_KEYS`` and ``extra``)
+``summary.json``    the key numbers (``SUMMARY_KEYS`` and ``extra``; where
+                    ``hinv.nii.gz`` is written, also ``hinv_jacdet_min`` and
+                    ``hinv_folded_voxels``, its det J checked as h's is)
 =================== ==========================================================
 
 The mismatch is the mean squared intensity difference with the fixed image
@@ -502,9 +504,15 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
 
     SaveITKImage(deformed, out('deformed.nii.gz'), True, direction=direction)
     SaveITKField(h, out('hfield.nii.gz'), True, direction=direction)
+    hinv_fold = None
     if getattr(result, 'hinv', None) is not None and tuple(result.hinv.size()) == tuple(fixed.size()):
-        SaveITKField(_on_fixed_grid(result.hinv, fixed, 'result.hinv'), out('hinv.nii.gz'), True,
-                     direction=direction)
+        hinv_h = _on_fixed_grid(result.hinv, fixed, 'result.hinv')
+        SaveITKField(hinv_h, out('hinv.nii.gz'), True, direction=direction)
+        # the inverse is checked too: greedy's is built by composition and can
+        # fold where h compresses strongly (disc against C) while h does not
+        Ji = np.asarray(jacobian_determinant(hinv_h).asnp())
+        hinv_fold = (float(np.nanmin(Ji)) if np.isfinite(Ji).any() else float('nan'),
+                     int(np.count_nonzero((Ji <= 0) | ~np.isfinite(Ji))))
     from .apply import write_transform_files   # warp.nii.gz, transform.json
     write_transform_files(out, h, fixed, moving_space, hinv='hinv' in files)
     if getattr(result, 'momentum', None) is not None:
@@ -541,6 +549,8 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         energy_first=float(result.energy[0]) if result.energy else None,
         energy_last=float(result.energy[-1]) if result.energy else None,
     )
+    if hinv_fold is not None:
+        summary['hinv_jacdet_min'], summary['hinv_folded_voxels'] = hinv_fold
     if mask_h is not None:
         summary['mask_voxels'] = int(np.count_nonzero(mask_h.asnp()))
     extra = dict(extra or {})

@@ -429,6 +429,10 @@ def _main(argv=None):
     if summary['folded_voxels']:
         sys.stderr.write('%s: warning: the deformation folds at %d voxels (det J <= 0, min %.4g): it is '
                          'not a diffeomorphism there\n' % (PROG, summary['folded_voxels'], summary['jacdet_min']))
+    if summary.get('hinv_folded_voxels'):
+        sys.stderr.write('%s: warning: the inverse (hinv.nii.gz) folds at %d voxels (det J <= 0, min %.4g): '
+                         'it is not an accurate inverse there\n'
+                         % (PROG, summary['hinv_folded_voxels'], summary['hinv_jacdet_min']))
     print('  summary: %s' % files.get('summary_json', os.path.join(args.out, 'summary.json')))
     print('  picture: %s' % files.get('summary_png', os.path.join(args.out, 'summary.png')))
     sys.stdout.flush()
