@@ -387,3 +387,36 @@ def test_apply_bad_input_one_line(data, runs, tmp_path, case, capfd):
         r = subprocess.run([sys.executable, '-m', 'PyCA.Apps.apply'] + argv, capture_output=True,
                            text=True, timeout=120, env=_env())
         assert r.returncode == 2 and r.stderr.strip() == lines[0]
+
+
+def test_summary_of_a_folded_and_a_non_finite_inverse(tmp_path):
+    """write_outputs checks hinv's det J as h's: an inverse that swaps two
+    columns (x -> 7 - x: det J = -1 everywhere) counts every voxel as folded;
+    one that is all NaN counts every voxel too, and its minimum is null in
+    summary.json (strict JSON, no NaN)."""
+    from PyCA.Apps import RegistrationResult
+    from PyCA.Apps.outputs import write_outputs
+    g = ca.GridInfo(ca.Vec3Di(8, 6, 5))
+    fixed = ca.Image3D(g, ca.MEM_HOST)
+    fixed.asnp()[...] = np.random.default_rng(1).random((8, 6, 5))
+    h = ca.Field3D(g, ca.MEM_HOST)
+    ca.SetToIdentity(h)
+    for case in ('mirror', 'nan'):
+        hinv = ca.Field3D(g, ca.MEM_HOST)
+        ca.SetToIdentity(hinv)
+        if case == 'mirror':
+            x = hinv.asnp()[0]
+            x[...] = 7.0 - x
+        else:
+            for c in hinv.asnp():
+                c[...] = np.nan
+        res = RegistrationResult(method='greedy', deformed=None, h=h, hinv=hinv, energy=[1.0],
+                                 energy_terms={}, iterations=1, seconds=0.1)
+        out = tmp_path / case
+        s = write_outputs(str(out), res, fixed, fixed, title=case)
+        rec = json.loads((out / 'summary.json').read_text())
+        assert s['folded_voxels'] == 0 and rec['hinv_folded_voxels'] == 8 * 6 * 5, (case, rec)
+        if case == 'mirror':
+            assert rec['hinv_jacdet_min'] == pytest.approx(-1.0)
+        else:
+            assert rec['hinv_jacdet_min'] is None

@@ -422,17 +422,19 @@ def _main(argv=None):
           % (PROG, summary['method'], summary.get('metric', 'ssd'), summary['iterations'], summary['total_seconds'],
              summary['seconds_per_iter'], summary['device'], summary['threads'],
              '' if summary['threads'] == 1 else 's'))
-    print('  mismatch %.4g -> %.4g (ratio %.4g%s); det J in [%.4g, %.4g], %d folded voxels'
-          % (summary['initial_mismatch'], summary['final_mismatch'], summary['mismatch_ratio'],
-             ', inside the mask' if args.mask else '', summary['jacdet_min'], summary['jacdet_max'],
+    def num(v):   # summary.json holds null where a value is not finite
+        return 'not finite' if v is None else '%.4g' % v
+    print('  mismatch %s -> %s (ratio %s%s); det J in [%s, %s], %d folded voxels'
+          % (num(summary['initial_mismatch']), num(summary['final_mismatch']), num(summary['mismatch_ratio']),
+             ', inside the mask' if args.mask else '', num(summary['jacdet_min']), num(summary['jacdet_max']),
              summary['folded_voxels']))
     if summary['folded_voxels']:
-        sys.stderr.write('%s: warning: the deformation folds at %d voxels (det J <= 0, min %.4g): it is '
-                         'not a diffeomorphism there\n' % (PROG, summary['folded_voxels'], summary['jacdet_min']))
+        sys.stderr.write('%s: warning: the deformation folds at %d voxels (det J <= 0, min %s): it is '
+                         'not a diffeomorphism there\n' % (PROG, summary['folded_voxels'], num(summary['jacdet_min'])))
     if summary.get('hinv_folded_voxels'):
-        sys.stderr.write('%s: warning: the inverse (hinv.nii.gz) folds at %d voxels (det J <= 0, min %.4g): '
+        sys.stderr.write('%s: warning: the inverse (hinv.nii.gz) folds at %d voxels (det J <= 0, min %s): '
                          'it is not an accurate inverse there\n'
-                         % (PROG, summary['hinv_folded_voxels'], summary['hinv_jacdet_min']))
+                         % (PROG, summary['hinv_folded_voxels'], num(summary['hinv_jacdet_min'])))
     print('  summary: %s' % files.get('summary_json', os.path.join(args.out, 'summary.json')))
     print('  picture: %s' % files.get('summary_png', os.path.join(args.out, 'summary.png')))
     sys.stdout.flush()
