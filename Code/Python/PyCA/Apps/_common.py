@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 import PyCA.Core as ca
 
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
-           'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel',
+           'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of',
            'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'run_cli', 'Progress', 'check_pair', 'mem_name',
            'ConfigError']
 
@@ -312,6 +312,23 @@ def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
         k.setLPow(int(lpow))
     k.setGrid(grid)
     return k
+
+
+def kernel_of(grid, mType, cfg):
+    """:func:`make_fluid_kernel` with the ``alpha``, ``beta``, ``gamma`` and
+    ``lpow`` (1 where the method has none) of an app's parameters: one place,
+    so that a registration and the code around it (the atlas's centring) use
+    the same K.
+
+    Args:
+        grid (GridInfo): the grid.
+        mType (MemoryType): MEM_HOST or MEM_DEVICE.
+        cfg (dict): the method's merged parameters.
+
+    Returns:
+        FluidKernelFFTCPU or FluidKernelFFTGPU.
+    """
+    return make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg.get('lpow', 1))
 
 
 def make_resampler(grid, mType, gauss=True):

@@ -121,7 +121,7 @@ import numpy as np
 import PyCA.Core as ca
 
 from ._common import (ConfigError, Progress, compute_mem_type, ensure_thread_memory_manager,
-                      gpu_available, make_fluid_kernel, merge_config, same_grid)
+                      gpu_available, kernel_of, merge_config, same_grid)
 
 __all__ = ['DEFAULTS', 'AtlasResult', 'build_atlas', 'main', 'main_entry']
 
@@ -804,8 +804,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     tmpf = ca.Field3D(grid, mType) if method == 'lddmm' else None
     kernel = None
     if method == 'lddmm':
-        kernel = make_fluid_kernel(grid, mType, reg_cfg['alpha'], reg_cfg['beta'], reg_cfg['gamma'],
-                                   reg_cfg['lpow'])
+        kernel = kernel_of(grid, mType, reg_cfg)
 
     def register_all(k):
         """Registers the local subjects to ``atlas``; the local energy sum."""

@@ -41,7 +41,7 @@ from typing import Any, Dict, Optional, Union
 import PyCA.Core as ca
 
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
-                      ensure_thread_memory_manager, make_fluid_kernel, make_resampler,
+                      ensure_thread_memory_manager, kernel_of, make_resampler,
                       make_multiscale, Progress, check_pair, same_grid, Timer, ConfigError)
 from .greedy import per_scale, own_copy, max_voxel_disp
 from .metrics import make_metric
@@ -164,7 +164,7 @@ def elastic_register(fixed: ca.Image3D, moving: ca.Image3D,
                 ca.SetToZero(u)
             else:
                 resampler.updateVField(u)       # resizes u from the previous level
-            kernel = make_fluid_kernel(g, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
+            kernel = kernel_of(g, mType, cfg)
             ca.Gradient(gI0, I1)
             sp, vol = g.spacing(), g.voxelVol()
             cap, step = float(cfg['max_step']), float(cfg['step'])

@@ -48,7 +48,7 @@ from typing import Any, Dict, Optional, Union
 import PyCA.Core as ca
 
 from ._common import (RegistrationResult, merge_config, compute_mem_type,
-                      ensure_thread_memory_manager, make_fluid_kernel, make_resampler,
+                      ensure_thread_memory_manager, kernel_of, make_resampler,
                       make_multiscale, Progress, check_pair, Timer, ConfigError, fft_size,
                       padded_run)
 from .metrics import make_metric
@@ -273,7 +273,7 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
                 resampler.updateHField(h)
                 if want_inv:
                     resampler.updateHField(hinv)
-            kernel = make_fluid_kernel(g, mType, cfg['alpha'], cfg['beta'], cfg['gamma'])
+            kernel = kernel_of(g, mType, cfg)
             sp = g.spacing()
             cap, step = float(cfg['max_step']), float(cfg['step'])
             metric.prepare(I0, I1)

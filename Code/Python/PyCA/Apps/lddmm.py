@@ -63,7 +63,7 @@ import warnings
 import PyCA.Core as ca
 
 from ._common import (RegistrationResult, Progress, Timer, check_pair, compute_mem_type,
-                      ensure_thread_memory_manager, make_fluid_kernel, make_multiscale,
+                      ensure_thread_memory_manager, kernel_of, make_multiscale,
                       make_resampler, merge_config, on_mem, ConfigError, fft_size, padded_run)
 from .metrics import SSD, make_metric
 
@@ -530,7 +530,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     ca.SetToZero(m0)
             else:
                 resampler.updateVField(m0)      # up-sampled onto this scale's grid, in place
-            kernel = make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg['lpow'])
+            kernel = kernel_of(grid, mType, cfg)
             metric.prepare(I1, I0)
             nsteps = max(cfg['nsteps'], nsteps_prev)
             sh = Shooter(grid, mType, kernel, nsteps, cfg['integrator'], cfg['sigma'],
