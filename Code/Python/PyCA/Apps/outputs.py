@@ -484,6 +484,17 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     return data
 
 
+def _jac_stats(J):
+    """(min, max, folded voxels) of a Jacobian determinant array: NaN ignored by
+    min and max (NaN where every value is NaN), and counted as folded with
+    det J <= 0 and infinities."""
+    if np.isnan(J).all():
+        lo = hi = float('nan')
+    else:
+        lo, hi = float(np.nanmin(J)), float(np.nanmax(J))
+    return lo, hi, int(np.count_nonzero((J <= 0) | ~np.isfinite(J)))
+
+
 def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_space=None):
     direction = GetDirection(fixed)
     fixed_h = _on_fixed_grid(fixed, fixed, 'the fixed image')
@@ -510,9 +521,7 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         SaveITKField(hinv_h, out('hinv.nii.gz'), True, direction=direction)
         # the inverse is checked too: greedy's is built by composition and can
         # fold where h compresses strongly (disc against C) while h does not
-        Ji = np.asarray(jacobian_determinant(hinv_h).asnp())
-        hinv_fold = (float(np.nanmin(Ji)) if np.isfinite(Ji).any() else float('nan'),
-                     int(np.count_nonzero((Ji <= 0) | ~np.isfinite(Ji))))
+        hinv_fold = _jac_stats(np.asarray(jacobian_determinant(hinv_h).asnp()))
     from .apply import write_transform_files   # warp.nii.gz, transform.json
     write_transform_files(out, h, fixed, moving_space, hinv='hinv' in files)
     if getattr(result, 'momentum', None) is not None:
@@ -522,7 +531,7 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
     SaveITKImage(jac, out('jacdet.nii.gz'), True, direction=direction)
 
     J = np.asarray(jac.asnp())
-    folded = int(np.count_nonzero((J <= 0) | ~np.isfinite(J)))
+    jmin, jmax, folded = _jac_stats(J)
     m0 = mismatch(fixed_h, moving_h, mask_h)
     m1 = mismatch(fixed_h, deformed, mask_h)
     cfg = result.config or {}
@@ -534,7 +543,7 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         initial_mismatch=m0,
         final_mismatch=m1,
         mismatch_ratio=(m1 / m0) if m0 > 0 else (0.0 if m1 == 0 else float('inf')),
-        jacdet_min=float(np.nanmin(J)), jacdet_max=float(np.nanmax(J)),
+        jacdet_min=jmin, jacdet_max=jmax,
         folded_voxels=folded,
         folded_percent=100.0 * folded / J.size,
         iterations=int(result.iterations),
@@ -550,7 +559,7 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         energy_last=float(result.energy[-1]) if result.energy else None,
     )
     if hinv_fold is not None:
-        summary['hinv_jacdet_min'], summary['hinv_folded_voxels'] = hinv_fold
+        summary['hinv_jacdet_min'], _, summary['hinv_folded_voxels'] = hinv_fold
     if mask_h is not None:
         summary['mask_voxels'] = int(np.count_nonzero(mask_h.asnp()))
     extra = dict(extra or {})

@@ -422,8 +422,10 @@ def _main(argv=None):
           % (PROG, summary['method'], summary.get('metric', 'ssd'), summary['iterations'], summary['total_seconds'],
              summary['seconds_per_iter'], summary['device'], summary['threads'],
              '' if summary['threads'] == 1 else 's'))
-    def num(v):   # summary.json holds null where a value is not finite
-        return 'not finite' if v is None else '%.4g' % v
+    from .outputs import _fmt
+
+    def num(v):   # summary.json holds null where a value is not finite: 'n/a'
+        return _fmt(v, 4)
     print('  mismatch %s -> %s (ratio %s%s); det J in [%s, %s], %d folded voxels'
           % (num(summary['initial_mismatch']), num(summary['final_mismatch']), num(summary['mismatch_ratio']),
              ', inside the mask' if args.mask else '', num(summary['jacdet_min']), num(summary['jacdet_max']),
