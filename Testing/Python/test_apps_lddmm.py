@@ -321,6 +321,9 @@ def test_config_quiet_and_errors(tmp_path, capfd):
         lddmm_register(F, M, quiet=True, integrator='rk2', iters=[1], scales=[1])
     with pytest.raises(ConfigError, match="iters"):
         lddmm_register(F, M, quiet=True, scales=[2, 1], iters=[1, 2, 3])
+    for bad in (-0.1, 1.0, 'x'):
+        with pytest.raises(ConfigError, match="kernel_tol"):
+            lddmm_register(F, M, quiet=True, kernel_tol=bad, iters=[1], scales=[1])
     with pytest.raises(TypeError, match="Image3D"):
         lddmm_register(None, M, quiet=True)
     with pytest.raises(TypeError, match="Image3D"):
@@ -474,3 +477,16 @@ def test_fft_padding_gives_the_unpadded_registration_on_an_awkward_grid():
     ref = ndimage.map_coordinates(moving, hp, order=1, mode='nearest')
     d = common.AsNPCopy(rp.deformed).reshape(ref.shape)
     assert np.abs(d - ref)[interior].max() < 2e-3
+
+
+def test_kernel_tolerance_reaches_the_kernel():
+    """kernel_of gives K the method's kernel_tol (LDDMM: 1e-4 by default, 0 =
+    exact), and greedy, which has none, keeps the exact K."""
+    from PyCA.Apps._common import kernel_of
+    from PyCA.Apps import greedy
+    g = ca.GridInfo(ca.Vec3Di(20, 18, 16), ca.Vec3Df(2.0, 2.0, 2.0))
+    assert DEFAULTS['kernel_tol'] == 1e-4
+    assert kernel_of(g, ca.MEM_HOST, dict(DEFAULTS)).getSpectralTolerance() == pytest.approx(1e-4)
+    assert kernel_of(g, ca.MEM_HOST, dict(DEFAULTS, kernel_tol=0.0)).getSpectralTolerance() == 0.0
+    assert 'kernel_tol' not in greedy.DEFAULTS
+    assert kernel_of(g, ca.MEM_HOST, dict(greedy.DEFAULTS)).getSpectralTolerance() == 0.0

@@ -548,6 +548,157 @@ def test_errors_have_legacy_messages_and_never_crash():
 
 
 # ---------------------------------------------------------------------------
+# spectral tolerance (PyCA extension): K without its negligible frequencies
+
+def band_mask(size, sp, alpha, gamma, lpow, eps):
+    """The modes setSpectralTolerance keeps, from its definition: a mode goes
+    when along some axis d alone (1 + alpha lambda_d / gamma)^lpow >= 1 / eps,
+    lambda_d = (2 - 2 cos(2 pi k_d / N_d)) / h_d^2 (full FFT grid, [x, y, z])."""
+    keep = np.ones(size, bool)
+    for d in range(3):
+        k = np.arange(size[d])
+        lam = (2.0 - 2.0 * np.cos(2.0 * np.pi * k / size[d])) / sp[d] ** 2
+        ok = (1.0 + alpha * lam / gamma) ** lpow < 1.0 / eps
+        shape = [1, 1, 1]
+        shape[d] = size[d]
+        keep &= ok.reshape(shape)
+    return keep
+
+
+def band_project(comps, keep):
+    """The field with the modes outside `keep` removed (float64 NumPy FFTs)."""
+    return np.stack([np.real(np.fft.ifftn(np.fft.fftn(np.asarray(c, np.float64)) * keep)) for c in comps])
+
+
+def numpy_K(comps, size, sp, alpha, gamma, lpow, keep=None):
+    """K f for beta = 0 (the multiplier (gamma + alpha lambda)^-lpow), float64."""
+    lam = 0.0
+    for d in range(3):
+        k = np.arange(size[d])
+        shape = [1, 1, 1]
+        shape[d] = size[d]
+        lam = lam + ((2.0 - 2.0 * np.cos(2.0 * np.pi * k / size[d])) / sp[d] ** 2).reshape(shape)
+    mult = (gamma + alpha * lam) ** (-float(lpow))
+    if keep is not None:
+        mult = mult * keep
+    return np.stack([np.real(np.fft.ifftn(np.fft.fftn(np.asarray(c, np.float64)) * mult)) for c in comps])
+
+
+TOL_GRIDS = [
+    ((40, 36, 32), (2.0, 2.0, 2.0)),      # even: both y ranges, pruned along x and y
+    ((33, 27, 19), (1.0, 1.3, 0.8)),      # odd, anisotropic
+    ((24, 50, 9), (1.0, 1.0, 4.0)),       # z keeps every mode (coarse spacing)
+    ((50, 8, 30), (1.0, 4.0, 1.0)),       # y keeps every mode, x pruned
+]
+
+
+@pytest.mark.parametrize("gs", TOL_GRIDS, ids=gid)
+@pytest.mark.parametrize("eps", [1e-4, 1e-2])
+def test_spectral_tolerance_drops_exactly_the_band(gs, eps):
+    size, sp = gs
+    g = grid(*size, sp=sp)
+    p = dict(alpha=200.0, beta=0.0, gamma=1.0, lpow=2)
+    v = random_field(size, 31)
+    k = make_kernel(g=g, **p)
+    k.setSpectralTolerance(eps)
+    assert k.getSpectralTolerance() == pytest.approx(eps)
+    keep = band_mask(size, sp, p["alpha"], p["gamma"], p["lpow"], eps)
+    assert 0 < keep.sum() < keep.size               # the band drops modes here
+    want = numpy_K(v, size, sp, p["alpha"], p["gamma"], p["lpow"], keep)
+    for inplace in (False, True):
+        got = apply(k, v, g, inverse=True, inplace=inplace)
+        assert rel_err(got, want) < 2e-5
+    # and the truncation is within eps of the exact K in the operator norm
+    exact = numpy_K(v, size, sp, p["alpha"], p["gamma"], p["lpow"])
+    got = apply(k, v, g, inverse=True)
+    assert np.linalg.norm(got - exact) <= eps * np.linalg.norm(as64(v)) * 1.001 + 1e-5 * np.linalg.norm(exact)
+    # applyOperator (L) is never truncated
+    assert np.array_equal(apply(k, v, g), apply(make_kernel(g=g, **p), v, g))
+
+
+@pytest.mark.parametrize("p", [dict(alpha=500.0, beta=30.0, gamma=0.5, lpow=1),
+                               dict(alpha=200.0, beta=100.0, gamma=1.0, lpow=2, divfree=True),
+                               dict(alpha=80.0, beta=0.0, gamma=2.0, lpow=3)], ids=pid)
+def test_spectral_tolerance_is_K_of_the_band_projection(p):
+    """With grad div and the projection: K_eps f = K (P f), P the NumPy
+    projection onto the kept modes, and ||K_eps f - K f|| <= eps ||K|| ||f||."""
+    size, sp = (36, 30, 28), (1.0, 1.2, 1.5)
+    g = grid(*size, sp=sp)
+    eps = 1e-3
+    v = random_field(size, 41)
+    exact_k = make_kernel(g=g, **p)
+    k = make_kernel(g=g, **p)
+    k.setSpectralTolerance(eps)
+    keep = band_mask(size, sp, p["alpha"], p["gamma"], p["lpow"], eps)
+    assert 0 < keep.sum() < keep.size
+    got = apply(k, v, g, inverse=True)
+    want = apply(exact_k, list(band_project(v, keep).astype(np.float32)), g, inverse=True)
+    assert rel_err(got, want) < 1e-4
+    exact = apply(exact_k, v, g, inverse=True)
+    norm_K = p["gamma"] ** -p["lpow"]
+    assert np.linalg.norm(got - exact) <= eps * norm_K * np.linalg.norm(as64(v)) * 1.001 + 1e-5 * np.linalg.norm(exact)
+
+
+@pytest.mark.parametrize("case", ["2-D", "gamma 0", "beta < 0", "zero tolerance", "nothing below eps"])
+def test_spectral_tolerance_leaves_K_exact_where_it_does_not_apply(case):
+    size, sp, p, eps = (20, 18, 16), (1.0, 1.0, 1.0), dict(alpha=200.0, beta=0.0, gamma=1.0, lpow=2), 1e-4
+    if case == "2-D":
+        size = (20, 18, 1)
+    elif case == "gamma 0":
+        p["gamma"] = 0.0
+    elif case == "beta < 0":
+        p["beta"] = -10.0
+    elif case == "zero tolerance":
+        eps = 0.0
+    else:
+        p["alpha"] = 0.01
+    g = grid(*size, sp=sp)
+    v = random_field(size, 51)
+    k = make_kernel(g=g, **p)
+    k.setSpectralTolerance(eps)
+    assert np.array_equal(apply(k, v, g, inverse=True), apply(make_kernel(g=g, **p), v, g, inverse=True))
+
+
+def test_spectral_tolerance_default_and_errors():
+    k = ca.FluidKernelFFTCPU()
+    assert k.getSpectralTolerance() == 0.0
+    for bad in (-1e-3, 1.0, 2.0, float("nan")):
+        with pytest.raises(ValueError, match="spectral tolerance must be in"):
+            k.setSpectralTolerance(bad)
+    assert k.getSpectralTolerance() == 0.0
+    with pytest.raises(TypeError):
+        k.setSpectralTolerance(None)
+
+
+def test_spectral_tolerance_same_with_any_thread_count_and_planner():
+    size, sp = (40, 36, 32), (2.0, 2.0, 2.0)
+    code = """
+import sys, numpy as np, PyCA.Core as ca
+g = ca.GridInfo(ca.Vec3Di(40, 36, 32), ca.Vec3Df(2.0, 2.0, 2.0))
+f = ca.Field3D(g, ca.MEM_HOST)
+rng = np.random.default_rng(7)
+for a in f.asnp(): a[...] = rng.uniform(-1, 1, a.shape)
+k = ca.FluidKernelFFTCPU(); k.setAlpha(200.0); k.setGamma(1.0); k.setLPow(2); k.setSpectralTolerance(1e-4)
+k.setGrid(g)
+k.applyInverseOperator(f)
+np.save(sys.argv[1], np.array(f.asnp()))
+"""
+    import tempfile
+    outs = []
+    with tempfile.TemporaryDirectory() as d:
+        for t, planner in (("1", "estimate"), ("2", "measure")):
+            path = os.path.join(d, "k%s.npy" % t)
+            r = _env_run(code, {"OMP_NUM_THREADS": t, "PYCA_FFTW_PLANNER": planner, "XDG_CACHE_HOME": d}, path)
+            assert r.returncode == 0, r.stderr
+            outs.append(np.load(path))
+    keep = band_mask(size, sp, 200.0, 1.0, 2, 1e-4)
+    for o in outs:
+        rng = np.random.default_rng(7)
+        v = [rng.uniform(-1, 1, size).astype(np.float32) for _ in range(3)]
+        assert rel_err(o, numpy_K(v, size, sp, 200.0, 1.0, 2, keep)) < 2e-5
+
+
+# ---------------------------------------------------------------------------
 # GPU (needs a CUDA device)
 
 @gpu_only
@@ -567,6 +718,24 @@ def test_gpu_matches_cpu(gs, p):
         assert rel_err(gpu, cpu) < 1e-5 * max(1, p["lpow"]) * 10
         gpu1 = apply(kg, v, g, inverse=inverse, inplace=True, mem=ca.MEM_DEVICE)
         assert np.array_equal(gpu1, gpu)
+
+
+@gpu_only
+@pytest.mark.parametrize("gs", TOL_GRIDS, ids=gid)
+def test_gpu_spectral_tolerance_matches_cpu(gs):
+    """cuFFT transforms every mode and the spectral step zeroes the dropped
+    ones; FFTW skips them: the same K_eps."""
+    size, sp = gs
+    g = grid(*size, sp=sp)
+    v = random_field(size, 61)
+    p = dict(alpha=200.0, beta=0.0, gamma=1.0, lpow=2)
+    kc, kg = make_kernel(ca.FluidKernelFFTCPU, g=g, **p), make_kernel(ca.FluidKernelFFTGPU, g=g, **p)
+    for k in (kc, kg):
+        k.setSpectralTolerance(1e-3)
+    cpu = apply(kc, v, g, inverse=True)
+    assert rel_err(apply(kg, v, g, inverse=True, mem=ca.MEM_DEVICE), cpu) < 1e-4
+    keep = band_mask(size, sp, 200.0, 1.0, 2, 1e-3)
+    assert rel_err(cpu, numpy_K(v, size, sp, 200.0, 1.0, 2, keep)) < 2e-5
 
 
 @gpu_only

@@ -235,6 +235,7 @@ CLASS_ARGS = {
     ('Mat3D', 'oth'): 'Matrix to copy.', ('Mat3D', 'l'): 'Nested lists, 3 x 3.',
     ('Aff3D', 'm'): 'Linear part (Mat3Df).', ('Aff3D', 'v'): 'Translation or vector (Vec3Df).',
     ('Aff3D', 'o'): 'The other transform.', ('Aff3D', 'l'): 'Nested lists, 4 x 4 or 3 x 4.',
+    ('FluidKernelFFT', 'eps'): "Spectral tolerance, 0 <= eps < 1: a fraction of K's largest multiplier.",
     ('GridInfo', 'size'): 'Size in voxels (Vec3Di).', ('GridInfo', 's'): 'New value.',
     ('GridInfo', 'o'): 'The other grid (or new origin for setOrigin).',
     ('GridInfo', 'ot'): 'Grid to copy.',
@@ -778,13 +779,22 @@ D['FluidKernelFFT'] = doc('The fluid operator L = (-alpha Lap - beta grad div + 
 for _k, _s in {
     'setAlpha': 'Sets alpha.', 'getAlpha': 'alpha.', 'setBeta': 'Sets beta.', 'getBeta': 'beta.',
     'setGamma': 'Sets gamma.', 'getGamma': 'gamma.', 'setLPow': 'Sets the power of L.',
-    'getLPow': 'The power of L.', 'setDivergenceFree': 'Projects results onto divergence-free fields.',
+    'getLPow': 'The power of L.',
+    'setSpectralTolerance': 'PyCA extension: applyInverseOperator drops the frequencies where '
+                            "K's multiplier is at most eps times its largest (gamma^-lpow), so "
+                            '||K - K_eps|| <= eps ||K||, and the CPU skips their FFTs (3-D grids, '
+                            'alpha > 0, beta >= 0, gamma > 0, lpow >= 1; elsewhere K stays exact). '
+                            '0 (the default): the exact, legacy K. applyOperator is never truncated.',
+    'getSpectralTolerance': 'The spectral tolerance of applyInverseOperator (0: exact).',
+    'setDivergenceFree': 'Projects results onto divergence-free fields.',
     'getDivergenceFree': 'Whether results are projected onto divergence-free fields.',
     'setGrid': 'Sets the grid (plans the FFTs).', 'memType': 'Memory type of the fields it takes.',
     'applyOperator': 'f = L v (or in place on f).', 'applyInverseOperator': 'v = K f (or in place on f).',
 }.items():
     D['FluidKernelFFT.' + _k] = doc(_s, raises=(GRID_ERRORS if _k.startswith('apply') else
-                                                ("ValueError: lpow < 0." if _k == 'setLPow' else None)))
+                                                ("ValueError: lpow < 0." if _k == 'setLPow' else
+                                                 "ValueError: eps outside [0, 1)." if _k == 'setSpectralTolerance'
+                                                 else None)))
 D['GaussianFilter'] = doc('Separable Gaussian filter (GaussianFilterCPU, GaussianFilterGPU). The '
                           'interface class is abstract.',
                           raises="TypeError: constructing the interface.\nValueError: 'Error, sigma "

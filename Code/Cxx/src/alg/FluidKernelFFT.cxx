@@ -16,7 +16,7 @@ namespace PyCA {
 namespace detail {
 
 FluidFFTBackend::FluidFFTBackend(const GridInfo& g, MemoryType mt)
-    : mLayout(g.size()), mMemType(mt), mSpecStride(0), mSpec(mt), mTables(mLayout, g.spacing()),
+    : mLayout(g.size()), mBand(mLayout.half), mMemType(mt), mSpecStride(0), mSpec(mt), mTables(mLayout, g.spacing()),
       mTabMem(mt) {
   // components start on 128-byte boundaries (32 floats): SIMD-aligned for FFTW
   mSpecStride = (2 * mLayout.nComplex + 31) / 32 * 32;
@@ -40,6 +40,7 @@ void FluidFFTBackend::spectral(float alpha, float beta, float gamma, int lpow, b
   a.lpow = lpow;
   a.divFree = divFree;
   a.inverse = inverse;
+  a.band = mBand;
   runSpectral(mMemType, a, st);
 }
 
@@ -63,6 +64,15 @@ void FluidKernelFFT<mode>::setLPow(int lpow) {
     throw PyCAValueException(__FILE__, __LINE__,
                              "FluidKernelFFT: LPow must be >= 0 (got " + std::to_string(lpow) + ")");
   mLPow = lpow;
+}
+
+template <int mode>
+void FluidKernelFFT<mode>::setSpectralTolerance(float eps) {
+  if (!(eps >= 0.f && eps < 1.f))
+    throw PyCAValueException(__FILE__, __LINE__,
+                             "FluidKernelFFT: the spectral tolerance must be in [0, 1) (got " +
+                                 std::to_string(eps) + ")");
+  mSpectralTol = eps;
 }
 
 template <int mode>
@@ -100,6 +110,9 @@ void FluidKernelFFT<mode>::apply(Field3D& out, const Field3D& in, bool inverse, 
   if (mBackend->layout().nReal == 0) return;
   // all three forward transforms read `in` before any backward transform
   // writes `out`, so any aliasing between them is safe
+  mBackend->setBand(inverse ? detail::spectralBand(mBackend->layout(), mGrid.spacing(), mAlpha, mBeta, mGamma,
+                                                    mLPow, mSpectralTol)
+                             : detail::SpectralBand(mBackend->layout().half));
   mBackend->forward(in, st);
   mBackend->spectral(mAlpha, mBeta, mGamma, mLPow, mDivergenceFree, inverse, st);
   mBackend->backward(out, st);

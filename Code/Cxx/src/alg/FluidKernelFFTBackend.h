@@ -33,6 +33,12 @@ class FluidFFTBackend {
   virtual void backward(Field3D& out, StreamT st) = 0;
 
   const SpectralLayout& layout() const { return mLayout; }
+  /// The modes the next spectral step keeps (SpectralBand(layout().half):
+  /// all). A back end may then skip the transforms of modes outside it
+  /// (FFTW: pruned transforms); cuFFT transforms every mode, and the step
+  /// sets the others to zero, so both compute the same.
+  void setBand(const SpectralBand& b) { mBand = b; }
+  const SpectralBand& band() const { return mBand; }
   /// The per-frequency step (FluidSpectralOp) on the spectra.
   void spectral(float alpha, float beta, float gamma, int lpow, bool divFree, bool inverse,
                 StreamT st);
@@ -43,6 +49,7 @@ class FluidFFTBackend {
   float* spec(int d) { return mSpec.get() + size_t(d) * mSpecStride; }
 
   SpectralLayout mLayout;
+  SpectralBand mBand;     ///< the modes kept (default: all)
   MemoryType mMemType;
   size_t mSpecStride;     ///< floats between the components' spectra (2 nComplex, rounded up)
   MemPool<float> mSpec;   ///< three interleaved complex spectra

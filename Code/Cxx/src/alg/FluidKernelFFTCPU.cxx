@@ -192,6 +192,102 @@ const FftwPlans& plansFor(const SpectralLayout& L, int threads) {
   return c.plans.emplace(key, p).first->second;
 }
 
+/// The plans of the pruned transforms (SpectralBand) of a 3-D grid: along x
+/// (r2c / c2r, every row), along y (the kept kx, every z) and along z (the
+/// kept kx and ky: two plans, ky < cy and ky > ny - cy), forward and
+/// backward, in place on the half spectrum (x fastest, hx = nx/2 + 1).
+struct PrunedPlans {
+  fftwf_plan x_r2c = nullptr, x_c2r = nullptr;
+  fftwf_plan y_fwd = nullptr, y_bwd = nullptr;
+  fftwf_plan z_fwd[2] = {nullptr, nullptr}, z_bwd[2] = {nullptr, nullptr};
+  size_t zOffset[2] = {0, 0};  ///< complex offset of each z plan's first line
+};
+
+typedef std::tuple<int, int, int, int, int, int, int, int> PrunedKey;  // nx ny nz cx cy cz threads planner
+
+std::map<PrunedKey, PrunedPlans>& prunedPlans() {
+  static auto* m = new std::map<PrunedKey, PrunedPlans>;  // guarded by cache().mutex; never destroyed
+  return *m;
+}
+
+/// The pruned plans for a 3-D layout and a band that drops some kx or ky.
+const PrunedPlans& prunedPlansFor(const SpectralLayout& L, const SpectralBand& b, int threads) {
+  PlanCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  initOnce(c);
+  const int nx = L.size.x, ny = L.size.y, nz = L.size.z, hx = L.half.x;
+  const int cx = b.x < hx ? b.x : hx;
+  const int cy = b.y < ny ? b.y : ny;
+  const PrunedKey key(nx, ny, nz, cx, cy, 0, threads, int(c.planner));
+  auto it = prunedPlans().find(key);
+  if (it != prunedPlans().end()) return it->second;
+
+  float* r = fftwf_alloc_real(L.nReal);
+  fftwf_complex* z = fftwf_alloc_complex(L.nComplex);
+  if (!r || !z) {
+    fftwf_free(r);
+    fftwf_free(z);
+    throw PyCAMemoryException(__FILE__, __LINE__, "FluidKernelFFT: cannot allocate FFTW planning buffers");
+  }
+  fftwf_plan_with_nthreads(threads);
+  const bool measure = c.planner != Planner::Estimate;
+  const unsigned wise = FFTW_MEASURE | FFTW_WISDOM_ONLY;
+  const unsigned flags = c.planner == Planner::Patient ? FFTW_PATIENT : (measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+  // wisdom first (estimate mode), else the planner of the mode
+  auto r2c = [&](int n, int howmany) {
+    fftwf_plan p = measure ? nullptr : fftwf_plan_many_dft_r2c(1, &n, howmany, r, nullptr, 1, n, z, nullptr, 1, n / 2 + 1, wise);
+    return p ? p : fftwf_plan_many_dft_r2c(1, &n, howmany, r, nullptr, 1, n, z, nullptr, 1, n / 2 + 1, flags);
+  };
+  auto c2r = [&](int n, int howmany) {
+    fftwf_plan p = measure ? nullptr : fftwf_plan_many_dft_c2r(1, &n, howmany, z, nullptr, 1, n / 2 + 1, r, nullptr, 1, n, wise);
+    return p ? p : fftwf_plan_many_dft_c2r(1, &n, howmany, z, nullptr, 1, n / 2 + 1, r, nullptr, 1, n, flags);
+  };
+  auto guru = [&](const fftwf_iodim& dim, const fftwf_iodim* hm, fftwf_complex* at, int sign) {
+    fftwf_plan p = measure ? nullptr : fftwf_plan_guru_dft(1, &dim, 2, hm, at, at, sign, wise);
+    return p ? p : fftwf_plan_guru_dft(1, &dim, 2, hm, at, at, sign, flags);
+  };
+  PrunedPlans p;
+  const int line = hx * ny;  // complex values per z plane
+  p.x_r2c = r2c(nx, ny * nz);
+  p.x_c2r = c2r(nx, ny * nz);
+  {
+    const fftwf_iodim dim = {ny, hx, hx};
+    const fftwf_iodim hm[2] = {{cx, 1, 1}, {nz, line, line}};
+    p.y_fwd = guru(dim, hm, z, FFTW_FORWARD);
+    p.y_bwd = guru(dim, hm, z, FFTW_BACKWARD);
+  }
+  {
+    // the kept ky: [0, cy) and (ny - cy, ny) (one range when y keeps all)
+    const int count[2] = {cy, cy < ny ? cy - 1 : 0};
+    const size_t first[2] = {0, size_t(ny - cy + 1) * size_t(hx)};
+    const fftwf_iodim dim = {nz, line, line};
+    for (int k = 0; k < 2; ++k) {
+      if (count[k] <= 0) continue;
+      const fftwf_iodim hm[2] = {{cx, 1, 1}, {count[k], hx, hx}};
+      p.zOffset[k] = first[k];
+      p.z_fwd[k] = guru(dim, hm, z + first[k], FFTW_FORWARD);
+      p.z_bwd[k] = guru(dim, hm, z + first[k], FFTW_BACKWARD);
+    }
+  }
+  fftwf_free(r);
+  fftwf_free(z);
+  const bool ok = p.x_r2c && p.x_c2r && p.y_fwd && p.y_bwd && p.z_fwd[0] && p.z_bwd[0] &&
+                  (!p.zOffset[1] || (p.z_fwd[1] && p.z_bwd[1]));
+  if (!ok) {
+    for (fftwf_plan q : {p.x_r2c, p.x_c2r, p.y_fwd, p.y_bwd, p.z_fwd[0], p.z_bwd[0], p.z_fwd[1], p.z_bwd[1]})
+      if (q) fftwf_destroy_plan(q);
+    throw PyCAException(__FILE__, __LINE__, "FluidKernelFFT: FFTW could not plan the pruned transforms");
+  }
+  if (measure) exportWisdom(c);
+  return prunedPlans().emplace(key, p).first->second;
+}
+
+/// Whether a band is worth the pruned transforms: it drops some kx or ky
+/// (dropping only kz saves no transform: z is transformed last).
+bool prunes(const SpectralLayout& L, const SpectralBand& b) {
+  return L.rank == 3 && L.halvedAxis == 0 && (b.x < L.half.x || b.y < L.half.y);
+}
+
 bool simdAligned(const void* p) { return fftwf_alignment_of(const_cast<float*>(static_cast<const float*>(p))) == 0; }
 
 class FftwBackend final : public FluidFFTBackend {
@@ -211,7 +307,9 @@ class FftwBackend final : public FluidFFTBackend {
       }
       return;
     }
-    const FftwPlans& p = plans();
+    const bool pruned = prunes(mLayout, mBand);
+    const FftwPlans* p = pruned ? nullptr : &plans();
+    const PrunedPlans* q = pruned ? &pruned3(mBand) : nullptr;
     std::unique_ptr<Image3D> tmp;
     for (int d = 0; d < 3; ++d) {
       const float* src = in.getComponent(d);
@@ -220,7 +318,17 @@ class FftwBackend final : public FluidFFTBackend {
         std::memcpy(tmp->get(), src, mLayout.nReal * sizeof(float));
         src = tmp->get();
       }
-      fftwf_execute_dft_r2c(p.r2c, const_cast<float*>(src), reinterpret_cast<fftwf_complex*>(spec(d)));
+      fftwf_complex* out = reinterpret_cast<fftwf_complex*>(spec(d));
+      if (!pruned) {
+        fftwf_execute_dft_r2c(p->r2c, const_cast<float*>(src), out);
+        continue;
+      }
+      // x (every row), then y (the kept kx), then z (the kept kx and ky);
+      // the other modes keep partial transforms, which the spectral step zeroes
+      fftwf_execute_dft_r2c(q->x_r2c, const_cast<float*>(src), out);
+      fftwf_execute_dft(q->y_fwd, out, out);
+      for (int k = 0; k < 2; ++k)
+        if (q->z_fwd[k]) fftwf_execute_dft(q->z_fwd[k], out + q->zOffset[k], out + q->zOffset[k]);
     }
   }
 
@@ -229,14 +337,25 @@ class FftwBackend final : public FluidFFTBackend {
       for (int d = 0; d < 3; ++d) out.getComponent(d)[0] = spec(d)[0];
       return;
     }
-    const FftwPlans& p = plans();
+    const bool pruned = prunes(mLayout, mBand);
+    const FftwPlans* p = pruned ? nullptr : &plans();
+    const PrunedPlans* q = pruned ? &pruned3(mBand) : nullptr;
     std::unique_ptr<Image3D> tmp;
     for (int d = 0; d < 3; ++d) {
       float* dst = out.getComponent(d);
       const bool direct = simdAligned(dst);
       if (!direct && !tmp) tmp = scratchImage(mGrid, MEM_HOST);
       float* o = direct ? dst : tmp->get();
-      fftwf_execute_dft_c2r(p.c2r, reinterpret_cast<fftwf_complex*>(spec(d)), o);
+      fftwf_complex* in = reinterpret_cast<fftwf_complex*>(spec(d));
+      if (!pruned) {
+        fftwf_execute_dft_c2r(p->c2r, in, o);
+      } else {
+        // the reverse order; the modes outside the band are zero
+        for (int k = 0; k < 2; ++k)
+          if (q->z_bwd[k]) fftwf_execute_dft(q->z_bwd[k], in + q->zOffset[k], in + q->zOffset[k]);
+        fftwf_execute_dft(q->y_bwd, in, in);
+        fftwf_execute_dft_c2r(q->x_c2r, in, o);
+      }
       if (!direct) std::memcpy(dst, o, mLayout.nReal * sizeof(float));
     }
   }
@@ -252,9 +371,23 @@ class FftwBackend final : public FluidFFTBackend {
     return *mPlans;
   }
 
+  /// The pruned plans for band b and the current thread count.
+  const PrunedPlans& pruned3(const SpectralBand& b) {
+    const int t = planThreads(mLayout.nReal);
+    if (!mPruned || t != mPrunedThreads || b.x != mPrunedBand.x || b.y != mPrunedBand.y) {
+      mPruned = &prunedPlansFor(mLayout, b, t);
+      mPrunedThreads = t;
+      mPrunedBand = b;
+    }
+    return *mPruned;
+  }
+
   GridInfo mGrid;
   int mThreads = 1;
   const FftwPlans* mPlans = nullptr;
+  const PrunedPlans* mPruned = nullptr;
+  int mPrunedThreads = 0;
+  SpectralBand mPrunedBand;
 };
 
 }  // namespace

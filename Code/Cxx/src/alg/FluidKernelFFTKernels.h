@@ -52,6 +52,46 @@ struct SpectralLayout {
   }
 };
 
+/// The modes the per-frequency step keeps (the others it sets to zero): kx <
+/// x on the halved axis, |ky| < y and |kz| < z (signed frequencies) on the
+/// others. A band of the half-spectrum grid's extents keeps every mode.
+struct SpectralBand {
+  int x, y, z;
+  explicit SpectralBand(const Vec3Di& half = Vec3Di(0, 0, 0)) : x(half.x), y(half.y), z(half.z) {}
+  bool keepsAll(const Vec3Di& half) const { return x >= half.x && y >= half.y && z >= half.z; }
+};
+
+/// The band of K = L^-lpow whose dropped modes all have a multiplier of at
+/// most eps times K's largest (gamma^-lpow, at the zero frequency): for
+/// beta >= 0, L >= (gamma + alpha lambda) Id per frequency (lambda = -(W_x +
+/// W_y + W_z); grad div adds a positive semi-definite term), so a mode with
+/// (1 + alpha lambda_d / gamma)^lpow >= 1 / eps along one axis d alone can
+/// go: ||K - K_band|| <= eps ||K|| in the operator norm. Only for 3-D grids
+/// (the halved axis x) with alpha > 0, beta >= 0, gamma > 0, lpow >= 1 and
+/// 0 < eps < 1; anything else keeps every mode.
+inline SpectralBand spectralBand(const SpectralLayout& L, const Vec3Df& sp, double alpha, double beta,
+                                 double gamma, int lpow, double eps) {
+  SpectralBand b(L.half);
+  if (!(eps > 0.0 && eps < 1.0) || !(alpha > 0.0) || !(beta >= 0.0) || !(gamma > 0.0) || lpow < 1 ||
+      L.rank != 3 || L.halvedAxis != 0)
+    return b;
+  const int ext[3] = {L.size.x, L.size.y, L.size.z};
+  const double h[3] = {sp.x, sp.y, sp.z};
+  int* cut[3] = {&b.x, &b.y, &b.z};
+  const double twoPi = 6.283185307179586476925286766559;
+  for (int d = 0; d < 3; ++d) {
+    // the first k (0 <= k <= n/2, lambda_d increasing) whose mode is dropped
+    for (int k = 1; k <= ext[d] / 2; ++k) {
+      const double lam = (2.0 - 2.0 * std::cos(twoPi * double(k) / double(ext[d]))) / (h[d] * h[d]);
+      if (double(lpow) * std::log1p(alpha * lam / gamma) >= -std::log(eps)) {
+        *cut[d] = k;
+        break;
+      }
+    }
+  }
+  return b;
+}
+
 /// The symbol tables, one float array: W_x[half.x], W_y[half.y], W_z[half.z],
 /// then S_x, S_y, S_z (computed in double). offset(d, 0) / offset(d, 1) give
 /// where W_d / S_d start.
@@ -100,6 +140,8 @@ struct FluidSpectralOp {
   float alpha, beta, gamma;
   float scale;  ///< 1 / nVox: FFTW and cuFFT transforms are unnormalised
   int lpow;
+  int bx, by, bz;  ///< SpectralBand: the modes outside it are set to zero
+  int ny, nz;      ///< the half-spectrum grid's y and z extents
 
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     const float Wx = wx[x], Wy = wy[y], Wz = wz[z];
@@ -107,6 +149,8 @@ struct FluidSpectralOp {
     const float lam = gamma - alpha * (Wx + Wy + Wz);
     float a00 = lam - beta * Wx, a11 = lam - beta * Wy, a22 = lam - beta * Wz;
     float a10 = beta * Sx * Sy, a20 = beta * Sx * Sz, a21 = beta * Sy * Sz;
+    // outside the band (SpectralBand): zero, whatever the spectrum holds there
+    const bool keep = (x < bx) & ((y < by) | (y > ny - by)) & ((z < bz) | (z > nz - bz));
     float out = scale;
     if (kInverse) {
       // gamma == 0: L vanishes at the zero frequency, where K gives 0 (the
@@ -172,6 +216,7 @@ struct FluidSpectralOp {
       r0 -= cr * Sx; r1 -= cr * Sy; r2 -= cr * Sz;
       i0 -= ci * Sx; i1 -= ci * Sy; i2 -= ci * Sz;
     }
+    if (!keep) r0 = i0 = r1 = i1 = r2 = i2 = 0.f;  // (0 * a non-finite value is NaN)
     X[j] = r0 * out; X[j + 1] = i0 * out;
     Y[j] = r1 * out; Y[j + 1] = i1 * out;
     Z[j] = r2 * out; Z[j + 1] = i2 * out;
@@ -188,6 +233,7 @@ struct SpectralArgs {
   int lpow;
   bool divFree;
   bool inverse;
+  SpectralBand band;  ///< the modes kept (SpectralBand(half): all)
 };
 
 /// Runs FluidSpectralOp over the half-spectrum grid on the back end of mt

@@ -279,7 +279,7 @@ def run_cli(main, argv=None):
         release_thread_memory_manager()
 
 
-def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
+def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1, tol=0.0):
     """A FluidKernelFFT{CPU,GPU} for ``grid`` with L = -alpha lap - beta grad div + gamma.
 
     The apps call the kernel hundreds of times, so on the CPU they ask FFTW for
@@ -297,6 +297,8 @@ def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
         beta (float): weight of the grad-div term of L.
         gamma (float): weight of the identity term of L (> 0 keeps L invertible).
         lpow (int): power of L applied; default 1.
+        tol (float): spectral tolerance of K (``setSpectralTolerance``): the frequencies where
+            K's multiplier is at most ``tol`` times its largest are dropped; default 0 (exact).
 
     Returns:
         FluidKernelFFTCPU or FluidKernelFFTGPU (MEM_DEVICE).
@@ -310,13 +312,19 @@ def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1):
     k.setGamma(float(gamma))
     if lpow != 1:
         k.setLPow(int(lpow))
+    if tol:
+        try:
+            k.setSpectralTolerance(float(tol))
+        except ValueError as e:
+            raise ConfigError("kernel_tol must be in [0, 1), got %r" % (tol,)) from e
     k.setGrid(grid)
     return k
 
 
 def kernel_of(grid, mType, cfg):
     """:func:`make_fluid_kernel` with the ``alpha``, ``beta``, ``gamma`` and
-    ``lpow`` (1 where the method has none) of an app's parameters: one place,
+    ``lpow`` (1 where the method has none) and ``kernel_tol`` (0 where it has none) of an
+    app's parameters: one place,
     so that a registration and the code around it (the atlas's centring) use
     the same K.
 
@@ -328,7 +336,8 @@ def kernel_of(grid, mType, cfg):
     Returns:
         FluidKernelFFTCPU or FluidKernelFFTGPU.
     """
-    return make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg.get('lpow', 1))
+    return make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg.get('lpow', 1),
+                             cfg.get('kernel_tol', 0.0))
 
 
 def make_resampler(grid, mType, gauss=True):

@@ -84,6 +84,10 @@ DEFAULTS = {
     'lpow': 2,                  # the power of L: with 2, |Dv| of v = K m0 is bounded independently
                                 #   of the grid (with 1, K's kernel ~ 1/r, it grows with the
                                 #   resolution and large deformations fold); module notes
+    'kernel_tol': 1e-4,         # K drops the frequencies where its multiplier is below this
+                                #   fraction of its largest (||K - K_tol|| <= tol ||K||), and the
+                                #   CPU skips their FFTs (FluidKernelFFT.setSpectralTolerance;
+                                #   2 mm grid: 1.5x faster K); 0: the exact K
     'step': 0.0,                # initial gradient-descent step on the momentum; 0 = automatic:
                                 #   the first step of each scale moves by at most init_disp voxels
     'init_disp': 0.5,           # (voxels) the automatic first step's largest velocity change
