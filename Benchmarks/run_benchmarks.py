@@ -1464,6 +1464,13 @@ PROFILE_GROUPS = (
 )
 
 
+def _set_kernel_tol(kernel, cfg):
+    """The DEFAULTS' kernel_tol on a kernel built by make_fluid_kernel (an older
+    build, for an A/B run, has neither)."""
+    if cfg.get('kernel_tol') and hasattr(kernel, 'setSpectralTolerance'):
+        kernel.setSpectralTolerance(float(cfg['kernel_tol']))
+
+
 class OpProfiler:
     """Wraps every public function of the PyCA.Core module object and the
     applyOperator / applyInverseOperator methods of the FluidKernelFFT classes
@@ -1570,6 +1577,7 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
         if shooter_cls is not None:
             kernel = make_fluid_kernel(grid, ca.MEM_HOST, cfg['alpha'], cfg['beta'], cfg['gamma'],
                                         cfg.get('lpow', 1))
+            _set_kernel_tol(kernel, cfg)
             sh = shooter_cls(grid, ca.MEM_HOST, kernel, T, cfg.get('integrator', 'euler'),
                              cfg['sigma'], cfg.get('inverse_iters', 3), cfg.get('adjoint', 'euler'))
             I0, I1 = moving, fixed          # lddmm_register: I0 = moving, I1 = fixed
@@ -1605,9 +1613,10 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
     groups = prof.groups()
     total_own = sum(g[1] for g in groups)
     row = rows.add(LDDMM_ITER_LABEL, '%d^3' % n, ours, None, '-',
-                   '%s, median of %d; alpha %g, beta %g, gamma %g, sigma %g, Euler, %s adjoint, '
-                   'inverse_iters %d'
-                   % (what, k, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg['sigma'],
+                   '%s, median of %d; alpha %g, beta %g, gamma %g, lpow %d, kernel_tol %g, sigma %g, '
+                   'Euler, %s adjoint, inverse_iters %d'
+                   % (what, k, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg.get('lpow', 1),
+                      cfg.get('kernel_tol', 0.0), cfg['sigma'],
                       cfg.get('adjoint', 'euler'), cfg.get('inverse_iters', 3)),
                    common='%d threads (CPU)' % nthreads)
     prof_rows = []
@@ -1657,6 +1666,7 @@ def bench_lddmm_gpu(rows, reps):
                 cfg = dict(lddmm.DEFAULTS)
                 kernel = make_fluid_kernel(grid, dev, cfg['alpha'], cfg['beta'], cfg['gamma'],
                                            cfg.get('lpow', 1))
+                _set_kernel_tol(kernel, cfg)
                 sh = lddmm.Shooter(grid, dev, kernel, 10, 'euler', cfg['sigma'], cfg['inverse_iters'],
                                    cfg['adjoint'])
                 m0, grad = ca.Field3D(grid, dev), ca.Field3D(grid, dev)

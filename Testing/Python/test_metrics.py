@@ -146,6 +146,35 @@ def test_lncc_energy_against_uniform_filter(shape, r):
     assert m.energy(fi, ji) == pytest.approx(ref, rel=2e-4)
 
 
+def test_lncc_fixed_statistics_follow_the_fixed_image():
+    """LNCC keeps the fixed image's window statistics between evaluations: a
+    fixed image changed in place, another fixed image and another grid must
+    each give the scipy reference, never the cached statistics."""
+    rng = np.random.default_rng(12)
+    shape, r = (18, 16, 12), 2
+    I = _smooth(rng, shape, 1.5)
+    J = _smooth(rng, shape, 1.5) + 0.5 * I
+    I2 = _smooth(rng, shape, 1.5)
+    fi, ji = _im(I), _im(J)
+    m = LNCC(r).prepare(fi, ji)
+    f64 = lambda a: np.asarray(a, np.float32).astype(np.float64)   # noqa: E731
+    for _ in range(2):                                              # the second from the cache
+        assert m.energy(fi, ji) == pytest.approx(_ref_lncc(f64(I), f64(J), r, m._eps), rel=2e-4)
+    fi.asnp()[...] = I2                                             # changed in place
+    assert m.energy(fi, ji) == pytest.approx(_ref_lncc(f64(I2), f64(J), r, m._eps), rel=2e-4)
+    other = _im(I)                                                  # another image
+    assert m.energy(other, ji) == pytest.approx(_ref_lncc(f64(I), f64(J), r, m._eps), rel=2e-4)
+    small = (10, 12, 8)                                             # another grid
+    Is, Js = I[:10, :12, :8].copy(), J[:10, :12, :8].copy()
+    assert m.energy(_im(Is), _im(Js)) == pytest.approx(_ref_lncc(f64(Is), f64(Js), r, m._eps), rel=2e-4)
+    # and the force does not depend on the cache either
+    fresh, force_a, force_b = LNCC(r).prepare(fi, ji), _im(np.zeros(shape)), _im(np.zeros(shape))
+    fresh._eps = m._eps
+    m.evaluate(fi, ji, force_a)
+    fresh.evaluate(fi, ji, force_b)
+    assert np.array_equal(_np(force_a), _np(force_b))
+
+
 def _b3(u):
     a = np.abs(u)
     return np.where(a < 1, (4 - 6 * a * a + 3 * a ** 3) / 6, np.where(a < 2, (2 - a) ** 3 / 6, 0.0))
