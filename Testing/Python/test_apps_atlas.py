@@ -464,3 +464,17 @@ def test_mpi_3d_atlas_equals_single_process(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         a = np.array(LoadITKImage(str(tmp_path / ('r%d' % n) / 'atlas.nii.gz')).asnp())
         assert np.max(np.abs(a - ref)) <= 1e-5 * np.max(np.abs(ref)), n
+
+
+def test_lddmm_subjects_take_resolved_geodesics_unless_told():
+    """The atlas's LDDMM subjects shoot with ATLAS_LDDMM_NSTEPS (4) time
+    steps, not lddmm_register's 2, unless ``register`` names nsteps; greedy
+    has no time steps."""
+    from PyCA.Apps import atlas as atlas_mod, lddmm
+    assert lddmm.DEFAULTS['nsteps'] == 2 and atlas_mod.ATLAS_LDDMM_NSTEPS == 4
+    _, cfg = atlas_mod._method_cfg('lddmm', {})
+    assert cfg['nsteps'] == 4 and cfg['metric'] == 'ssd'
+    _, cfg = atlas_mod._method_cfg('lddmm', {'nsteps': 3})
+    assert cfg['nsteps'] == 3
+    _, cfg = atlas_mod._method_cfg('greedy', {})
+    assert 'nsteps' not in cfg
