@@ -238,9 +238,15 @@ void jacDetHField(Image3D& a_jdet, const Field3D& a_h, DiffT diff, BoundaryCondT
     constexpr BoundaryCondT B = decltype(b)::value;
     Unaliased<Field3D> hs(a_h, st, a_jdet);
     const Field3D& H = hs;
-    const kern::JacDetHOp<D, B> fn{diffOn<D, B>(a_jdet.grid(), voxelUnits), dataOf(H, 0), dataOf(H, 1),
-                                   dataOf(H, 2), dataOf(a_jdet), a_jdet.size().z == 1};
-    forEachVoxel(a_jdet.memType(), fn, a_jdet.size(), st);
+    if (a_jdet.size().z == 1) {
+      const kern::JacDetHOp<D, B, true> fn{diffOn<D, B>(a_jdet.grid(), voxelUnits), dataOf(H, 0), dataOf(H, 1),
+                                           dataOf(H, 2), dataOf(a_jdet)};
+      forEachVoxel(a_jdet.memType(), fn, a_jdet.size(), st);
+    } else {
+      const kern::JacDetHOp<D, B, false> fn{diffOn<D, B>(a_jdet.grid(), voxelUnits), dataOf(H, 0), dataOf(H, 1),
+                                            dataOf(H, 2), dataOf(a_jdet)};
+      forEachVoxel(a_jdet.memType(), fn, a_jdet.size(), st);
+    }
   });
 }
 }  // namespace
