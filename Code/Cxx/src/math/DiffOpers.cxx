@@ -69,14 +69,22 @@ void lieOp(Field3D& Z, const Field3D& X, const Field3D& Y, int kind, StreamT st)
 void jacDetGrads(Image3D& out, const Field3D& X, const Field3D& Y, const Field3D& Zg, int mode, StreamT st,
                  float scale = 1.f) {
   checkAll(out, X, Y, Zg);
-  const kern::JacDetGradsOp fn{{dataOf(X, 0), dataOf(X, 1), dataOf(X, 2)},
-                               {dataOf(Y, 0), dataOf(Y, 1), dataOf(Y, 2)},
-                               {dataOf(Zg, 0), dataOf(Zg, 1), dataOf(Zg, 2)},
-                               dataOf(out),
-                               mode,
-                               out.size().z == 1,
-                               scale};
-  forEachVoxel(out.memType(), fn, out.size(), st);
+  auto run = [&](auto fn) {
+    fn.X[0] = dataOf(X, 0), fn.X[1] = dataOf(X, 1), fn.X[2] = dataOf(X, 2);
+    fn.Y[0] = dataOf(Y, 0), fn.Y[1] = dataOf(Y, 1), fn.Y[2] = dataOf(Y, 2);
+    fn.Z[0] = dataOf(Zg, 0), fn.Z[1] = dataOf(Zg, 1), fn.Z[2] = dataOf(Zg, 2);
+    fn.out = dataOf(out);
+    fn.scale = scale;
+    forEachVoxel(out.memType(), fn, out.size(), st);
+  };
+  if (mode == 1)
+    run(kern::JacDetGradsOp<1, false>{});
+  else if (mode == 2)
+    run(kern::JacDetGradsOp<2, false>{});
+  else if (out.size().z == 1)
+    run(kern::JacDetGradsOp<0, true>{});
+  else
+    run(kern::JacDetGradsOp<0, false>{});
 }
 
 void fieldNorm(Image3D& out, const Field3D& f, const Field3D* g, int kind, StreamT st) {
