@@ -313,22 +313,19 @@ class LNCC(Metric):
         self._box(B, w)
         ca.Mul(w, fixed, deformed)
         self._box(C, w)
-        # centred sums: B -= sJ^2/n, C -= sI sJ/n = Ibar sJ  (v = sJ/n = J mean)
+        # centred sums: B -= sJ^2/n, C -= sI sJ/n = Ibar sJ  (v = sJ/n = J mean);
+        # fused operators (Sub_Mul_I: a -= b c, ...): one pass each
         ca.Div(v, sJ, n)
-        ca.Mul(w, v, sJ)
-        ca.Sub_I(B, w)
-        ca.Mul(w, Ibar, sJ)
-        ca.Sub_I(C, w)
+        ca.Sub_Mul_I(B, v, sJ)
+        ca.Sub_Mul_I(C, Ibar, sJ)
         ca.AddC_I(B, self._eps)                        # D = B + eps
         # energy: sum_w (A - C^2/D) / n
-        ca.Sqr(w, C)
-        ca.Div_I(w, B)
-        ca.Sub(sI, Ac, w)                              # sI <- A - C^2/D
-        ca.Div_I(sI, n)
+        ca.Div(A, C, B)                                # A <- C/D
+        ca.Mul(w, A, C)                                # w <- C^2/D
+        ca.SubDiv(sI, Ac, w, n)                        # sI <- (A - C^2/D) / n
         e = ca.Sum(sI) * vol
         # force(x) = I Box(g) - Box(g Ibar) - J Box(g2) + Box(g2 Jbar),
         # g = C / (D n), g2 = C^2 / (D^2 n)
-        ca.Div(A, C, B)                                # A <- C/D
         ca.Div(sI, A, n)                               # sI <- g
         ca.Mul(sJ, A, sI)                              # sJ <- g2 = (C/D) g
         ca.Mul(u, Ibar, sI)                            # u <- g Ibar
@@ -337,11 +334,9 @@ class LNCC(Metric):
         self._box(sJ, sJ)
         self._box(u, u)
         self._box(v, v)
-        ca.Mul(force, fixed, sI)
-        ca.Sub_I(force, u)
-        ca.Mul(w, deformed, sJ)
-        ca.Sub_I(force, w)
-        ca.Add_I(force, v)
+        ca.MulSub(force, fixed, sI, u)                 # I Box(g) - Box(g Ibar)
+        ca.Sub_Mul_I(force, deformed, sJ)              # - J Box(g2)
+        ca.Add_I(force, v)                             # + Box(g2 Jbar)
         return e
 
     def _fixed_stats(self, fixed):
