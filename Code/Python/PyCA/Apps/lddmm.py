@@ -559,7 +559,11 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
             prev_m0 = ca.Field3D(grid, mType)
             prev_dir = ca.Field3D(grid, mType)
             beta = cfg['momentum']
-            mom = ca.Field3D(grid, mType) if beta > 0 else None
+            # the heavy-ball term: the last direction, kept in the other of two
+            # buffers (swapped, not copied, each iteration); prev_m0 and m0
+            # likewise swap (no copy of the momentum per iteration)
+            spare_dir = ca.Field3D(grid, mType) if beta > 0 else None
+            mom = None
             have_mom = False
             mom_dir = False                  # prev_dir holds a momentum term
             step = cfg['step']
@@ -599,20 +603,18 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     mom_dir = have_mom = False
                     ca.Sub(prev_dir, prev_m0, grad)
                     step = 0.5 * step_dir
-                    ca.Copy(m0, prev_m0)
-                    ca.Add_MulC_I(m0, prev_dir, -step)
+                    ca.Add_MulC(m0, prev_m0, prev_dir, -step)
                     continue
                 if best is not None and e > best and step > cfg['min_step'] * first_step:
                     # the step overshot: go back and take half of it
                     step *= 0.5
                     have_mom = False
-                    ca.Copy(m0, prev_m0)
-                    ca.Add_MulC_I(m0, prev_dir, -step)
+                    ca.Add_MulC(m0, prev_m0, prev_dir, -step)
                     continue
                 if best is not None and e > best:
                     # no step along this direction lowers the energy any more:
                     # keep the best momentum and go on to the next scale
-                    ca.Copy(m0, prev_m0)
+                    m0, prev_m0 = prev_m0, m0
                     sh.shoot(m0)
                     sh.energy(m0, I0, I1, deformed)
                     bar.skip(nit - it)
@@ -636,14 +638,16 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     bar.skip(nit - it)       # converged at this scale
                     break
                 sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
-                ca.Copy(prev_m0, m0)
+                if spare_dir is not None:
+                    prev_dir, spare_dir = spare_dir, prev_dir    # the last direction: mom
+                    mom = spare_dir
                 ca.Sub(prev_dir, m0, grad)                       # descent direction m0 - L m_hat
+                m0, prev_m0 = prev_m0, m0                        # prev_m0: the accepted momentum
                 mom_dir = False
                 if mom is not None:
                     if have_mom:
                         ca.Add_MulC_I(prev_dir, mom, beta)
                         mom_dir = True
-                    ca.Copy(mom, prev_dir)
                     have_mom = True
                 if step <= 0:
                     # automatic first step: K(direction) moves by init_disp voxels at most
@@ -652,7 +656,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     step = cfg['init_disp'] / vmax if vmax > 0 else cfg['max_step']
                     step = first_step = min(step, cfg['max_step'])
                 step_dir = step
-                ca.Add_MulC_I(m0, prev_dir, -step)
+                ca.Add_MulC(m0, prev_m0, prev_dir, -step)
             if nit == 0:
                 sh.shoot(m0)
                 sh = refine(sh, m0)
