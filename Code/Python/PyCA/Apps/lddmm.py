@@ -180,7 +180,7 @@ class Shooter:
         ca.SetToIdentity(self.g[0])          # phi_0 = Id for every shoot: set once
         ca.SetToIdentity(self.ginv[0])
         self.v = [F() for _ in range(T + 1)]
-        self.m = [F() for _ in range(T + 1)]
+        self.m = [None] + [F() for _ in range(T)]      # m[0]: the caller's m0 (shoot)
         self.t1, self.t2, self.t3, self.t4 = F(), F(), F(), F()
         self.t5 = F() if not self.iso else None
         self.w = F()
@@ -285,13 +285,15 @@ class Shooter:
     def shoot(self, m0):
         """Integrates the geodesic from ``m0``: fills g_n, ginv_n, v_n, m_n for n = 0..T
         and the stability numbers (``cfl``, ``min_jac``) that :meth:`stable` reads.
+        ``m[0]`` is ``m0`` itself (not a copy): it must not change before
+        :meth:`gradient` (which reads it) has run.
 
         Args:
             m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
         """
         T, dt = self.T, 1.0 / self.T
-        ca.Copy(self.m[0], m0)
-        self.K.applyInverseOperator(self.v[0], self.m[0])
+        self.m[0] = m0
+        self.K.applyInverseOperator(self.v[0], m0)
         self.cfl = 0.0
         for n in range(T):
             g, ginv, v = self.g[n], self.ginv[n], self.v[n]
@@ -358,12 +360,12 @@ class Shooter:
         (ComposeHH, Splat), I(t_n) = I0 o phi_n^-1 (ApplyH, Gradient)."""
         T = self.T
         if n == T:
-            ca.Copy(self.i2, Ihat1)
-            ca.Copy(self.i3, self.i_def)
-        else:
-            ca.ComposeHH(self.w, self.g[n], self.ginv[T])
-            ca.Splat(self.i2, self.w, Ihat1, False)
-            ca.ApplyH(self.i3, I0, self.ginv[n])
+            ca.Gradient(out, self.i_def)                 # (no copies of the two images)
+            ca.Mul_I(out, Ihat1)
+            return
+        ca.ComposeHH(self.w, self.g[n], self.ginv[T])
+        ca.Splat(self.i2, self.w, Ihat1, False)
+        ca.ApplyH(self.i3, I0, self.ginv[n])
         ca.Gradient(out, self.i3)
         ca.Mul_I(out, self.i2)
 
