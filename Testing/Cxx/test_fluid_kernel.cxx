@@ -307,6 +307,59 @@ BOOST_AUTO_TEST_CASE(errors_have_legacy_messages) {
   }
 }
 
+/// setSpectralTolerance (PyCA extension) on single Fourier modes, the
+/// analytic case: cos(2 pi k x / N) is an eigenfunction of K with the
+/// multiplier (gamma + alpha lambda)^-lpow (beta = 0). A mode inside the band
+/// keeps it; a mode outside goes to zero (the exact K leaves a small value).
+BOOST_AUTO_TEST_CASE(spectral_tolerance_on_single_modes) {
+  const GridInfo g(Vec3Di(32, 24, 20), Vec3Df(2.f, 2.f, 2.f));
+  const float alpha = 200.f, gamma = 1.f;
+  const double eps = 1e-4;
+  FluidKernelFFT<EXEC_CPU> k, exact;
+  for (FluidKernelFFT<EXEC_CPU>* q : {&k, &exact}) {
+    q->setAlpha(alpha);
+    q->setGamma(gamma);
+    q->setLPow(2);
+    q->setGrid(g);
+  }
+  BOOST_CHECK_EQUAL(k.getSpectralTolerance(), 0.f);
+  k.setSpectralTolerance(float(eps));
+  BOOST_CHECK_CLOSE(k.getSpectralTolerance(), float(eps), 1e-4);
+  CHECK_PYCA_THROW(k.setSpectralTolerance(-1.f), PyCAValueException, "spectral tolerance");
+  CHECK_PYCA_THROW(k.setSpectralTolerance(1.f), PyCAValueException, "spectral tolerance");
+  CHECK_PYCA_THROW(k.setSpectralTolerance(std::nanf("")), PyCAValueException, "spectral tolerance");
+  BOOST_CHECK_CLOSE(k.getSpectralTolerance(), float(eps), 1e-4);  // unchanged by the failures
+  const double pi = 3.14159265358979323846;
+  // mode kx along x (lambda = (2 - 2 cos(2 pi kx / 32)) / 4): kx = 3 is kept
+  // ((1 + 200 lambda)^2 = 1.6e3 < 1e4), kx = 12 dropped ((1 + 200 lambda)^2 = 1.2e5)
+  for (int kx : {3, 12}) {
+    const double lam = (2.0 - 2.0 * std::cos(2.0 * pi * kx / 32.0)) / 4.0;
+    const double mult = std::pow(gamma + alpha * lam, -2.0);
+    const bool kept = std::pow(1.0 + alpha * lam / gamma, 2.0) < 1.0 / eps;
+    Field3D f(g), out(g), ref(g);
+    for (int z = 0; z < 20; ++z)
+      for (int y = 0; y < 24; ++y)
+        for (int x = 0; x < 32; ++x) {
+          const float c = float(std::cos(2.0 * pi * kx * x / 32.0));
+          f.set(x, y, z, Vec3Df(c, 0.5f * c, -c));
+        }
+    k.applyInverseOperator(out, f);
+    exact.applyInverseOperator(ref, f);
+    double worst = 0.0, worstExact = 0.0;
+    for (int z = 0; z < 20; ++z)
+      for (int y = 0; y < 24; ++y)
+        for (int x = 0; x < 32; ++x) {
+          const Vec3Df a = out.get(x, y, z), e = ref.get(x, y, z), in = f.get(x, y, z);
+          const double want[3] = {kept ? mult * in.x : 0.0, kept ? mult * in.y : 0.0, kept ? mult * in.z : 0.0};
+          for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(double(a[d]) - want[d]));
+          for (int d = 0; d < 3; ++d) worstExact = std::max(worstExact, std::abs(double(e[d]) - mult * in[d]));
+        }
+    BOOST_CHECK_MESSAGE(worst <= 1e-6 * std::max(mult, 1e-3), "kx " << kx << ": " << worst);
+    BOOST_CHECK_MESSAGE(worstExact <= 1e-6 * mult + 1e-9, "exact kx " << kx << ": " << worstExact);
+    BOOST_CHECK_EQUAL(kept, kx == 3);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(gpu_matches_cpu, *boost::unit_test::precondition(GpuAvailable())) {
   const Params ps[] = {{0.01f, 0.01f, 0.001f, 1}, {0.5f, 0.2f, 0.f, 2}, {1.f, 1.f, 0.1f, 3},
                        {0.2f, 0.7f, 0.05f, 5}};
