@@ -145,6 +145,43 @@ int planThreads(size_t nReal) {
 #endif
 }
 
+/// SIMD-aligned scratch arrays of a layout's full size to plan on (only the
+/// measuring planners touch them; the plans are applied later to other
+/// arrays of the same alignment: new-array execute). Freed on scope exit.
+struct PlanningBuffers {
+  float* r;
+  fftwf_complex* z;
+  explicit PlanningBuffers(const SpectralLayout& L)
+      : r(fftwf_alloc_real(L.nReal)), z(fftwf_alloc_complex(L.nComplex)) {
+    if (!r || !z) {
+      release();
+      throw PyCAMemoryException(__FILE__, __LINE__, "FluidKernelFFT: cannot allocate FFTW planning buffers");
+    }
+  }
+  ~PlanningBuffers() { release(); }
+  PlanningBuffers(const PlanningBuffers&) = delete;
+  PlanningBuffers& operator=(const PlanningBuffers&) = delete;
+  void release() {
+    fftwf_free(r);
+    fftwf_free(z);
+    r = nullptr;
+    z = nullptr;
+  }
+};
+
+/// A plan by the cache's planner policy (caller holds the mutex): in
+/// estimate mode a plan FFTW has wisdom for (FFTW_MEASURE |
+/// FFTW_WISDOM_ONLY) if there is one, else an estimated one; the measuring
+/// modes plan with FFTW_MEASURE or FFTW_PATIENT. make(flags) makes the plan.
+template <class Make>
+fftwf_plan planByPolicy(const PlanCache& c, const Make& make) {
+  if (c.planner == Planner::Estimate) {
+    fftwf_plan p = make(FFTW_MEASURE | FFTW_WISDOM_ONLY);
+    return p ? p : make(FFTW_ESTIMATE);
+  }
+  return make(c.planner == Planner::Patient ? FFTW_PATIENT : FFTW_MEASURE);
+}
+
 /// The shared plans for a layout with `threads` threads (planned on first use).
 const FftwPlans& plansFor(const SpectralLayout& L, int threads) {
   PlanCache& c = cache();
@@ -154,41 +191,23 @@ const FftwPlans& plansFor(const SpectralLayout& L, int threads) {
   auto it = c.plans.find(key);
   if (it != c.plans.end()) return it->second;
 
-  // Plans are made on SIMD-aligned scratch arrays of the full size (only the
-  // measuring planners touch them); applied later to other arrays of the same
-  // alignment (new-array execute).
-  float* r = fftwf_alloc_real(L.nReal);
-  fftwf_complex* z = fftwf_alloc_complex(L.nComplex);
-  if (!r || !z) {
-    fftwf_free(r);
-    fftwf_free(z);
-    throw PyCAMemoryException(__FILE__, __LINE__, "FluidKernelFFT: cannot allocate FFTW planning buffers");
-  }
-  fftwf_plan_with_nthreads(threads);
   FftwPlans p;
-  bool measured = false;
-  if (c.planner == Planner::Estimate) {
-    const unsigned wise = FFTW_MEASURE | FFTW_WISDOM_ONLY;
-    p.r2c = fftwf_plan_many_dft_r2c(L.rank, L.n, 1, r, nullptr, 1, 0, z, nullptr, 1, 0, wise);
-    p.c2r = fftwf_plan_many_dft_c2r(L.rank, L.n, 1, z, nullptr, 1, 0, r, nullptr, 1, 0, wise);
-    if (!p.r2c)
-      p.r2c = fftwf_plan_many_dft_r2c(L.rank, L.n, 1, r, nullptr, 1, 0, z, nullptr, 1, 0, FFTW_ESTIMATE);
-    if (!p.c2r)
-      p.c2r = fftwf_plan_many_dft_c2r(L.rank, L.n, 1, z, nullptr, 1, 0, r, nullptr, 1, 0, FFTW_ESTIMATE);
-  } else {
-    const unsigned flags = c.planner == Planner::Patient ? FFTW_PATIENT : FFTW_MEASURE;
-    p.r2c = fftwf_plan_many_dft_r2c(L.rank, L.n, 1, r, nullptr, 1, 0, z, nullptr, 1, 0, flags);
-    p.c2r = fftwf_plan_many_dft_c2r(L.rank, L.n, 1, z, nullptr, 1, 0, r, nullptr, 1, 0, flags);
-    measured = true;
+  {
+    const PlanningBuffers buf(L);
+    fftwf_plan_with_nthreads(threads);
+    p.r2c = planByPolicy(c, [&](unsigned f) {
+      return fftwf_plan_many_dft_r2c(L.rank, L.n, 1, buf.r, nullptr, 1, 0, buf.z, nullptr, 1, 0, f);
+    });
+    p.c2r = planByPolicy(c, [&](unsigned f) {
+      return fftwf_plan_many_dft_c2r(L.rank, L.n, 1, buf.z, nullptr, 1, 0, buf.r, nullptr, 1, 0, f);
+    });
   }
-  fftwf_free(r);
-  fftwf_free(z);
   if (!p.r2c || !p.c2r) {
     if (p.r2c) fftwf_destroy_plan(p.r2c);
     if (p.c2r) fftwf_destroy_plan(p.c2r);
     throw PyCAException(__FILE__, __LINE__, "FluidKernelFFT: FFTW could not plan the transforms");
   }
-  if (measured) exportWisdom(c);
+  if (c.planner != Planner::Estimate) exportWisdom(c);
   return c.plans.emplace(key, p).first->second;
 }
 
@@ -222,41 +241,34 @@ const PrunedPlans& prunedPlansFor(const SpectralLayout& L, const SpectralBand& b
   auto it = prunedPlans().find(key);
   if (it != prunedPlans().end()) return it->second;
 
-  float* r = fftwf_alloc_real(L.nReal);
-  fftwf_complex* z = fftwf_alloc_complex(L.nComplex);
-  if (!r || !z) {
-    fftwf_free(r);
-    fftwf_free(z);
-    throw PyCAMemoryException(__FILE__, __LINE__, "FluidKernelFFT: cannot allocate FFTW planning buffers");
-  }
-  fftwf_plan_with_nthreads(threads);
-  const bool measure = c.planner != Planner::Estimate;
-  const unsigned wise = FFTW_MEASURE | FFTW_WISDOM_ONLY;
-  const unsigned flags = c.planner == Planner::Patient ? FFTW_PATIENT : (measure ? FFTW_MEASURE : FFTW_ESTIMATE);
-  // wisdom first (estimate mode), else the planner of the mode
-  auto r2c = [&](int n, int howmany) {
-    fftwf_plan p = measure ? nullptr : fftwf_plan_many_dft_r2c(1, &n, howmany, r, nullptr, 1, n, z, nullptr, 1, n / 2 + 1, wise);
-    return p ? p : fftwf_plan_many_dft_r2c(1, &n, howmany, r, nullptr, 1, n, z, nullptr, 1, n / 2 + 1, flags);
-  };
-  auto c2r = [&](int n, int howmany) {
-    fftwf_plan p = measure ? nullptr : fftwf_plan_many_dft_c2r(1, &n, howmany, z, nullptr, 1, n / 2 + 1, r, nullptr, 1, n, wise);
-    return p ? p : fftwf_plan_many_dft_c2r(1, &n, howmany, z, nullptr, 1, n / 2 + 1, r, nullptr, 1, n, flags);
-  };
-  auto guru = [&](const fftwf_iodim& dim, const fftwf_iodim* hm, fftwf_complex* at, int sign) {
-    fftwf_plan p = measure ? nullptr : fftwf_plan_guru_dft(1, &dim, 2, hm, at, at, sign, wise);
-    return p ? p : fftwf_plan_guru_dft(1, &dim, 2, hm, at, at, sign, flags);
-  };
   PrunedPlans p;
-  const int line = hx * ny;  // complex values per z plane
-  p.x_r2c = r2c(nx, ny * nz);
-  p.x_c2r = c2r(nx, ny * nz);
   {
-    const fftwf_iodim dim = {ny, hx, hx};
-    const fftwf_iodim hm[2] = {{cx, 1, 1}, {nz, line, line}};
-    p.y_fwd = guru(dim, hm, z, FFTW_FORWARD);
-    p.y_bwd = guru(dim, hm, z, FFTW_BACKWARD);
-  }
-  {
+    const PlanningBuffers buf(L);
+    float* r = buf.r;
+    fftwf_complex* z = buf.z;
+    fftwf_plan_with_nthreads(threads);
+    auto r2c = [&](int n, int howmany) {
+      return planByPolicy(c, [&](unsigned f) {
+        return fftwf_plan_many_dft_r2c(1, &n, howmany, r, nullptr, 1, n, z, nullptr, 1, n / 2 + 1, f);
+      });
+    };
+    auto c2r = [&](int n, int howmany) {
+      return planByPolicy(c, [&](unsigned f) {
+        return fftwf_plan_many_dft_c2r(1, &n, howmany, z, nullptr, 1, n / 2 + 1, r, nullptr, 1, n, f);
+      });
+    };
+    auto guru = [&](const fftwf_iodim& dim, const fftwf_iodim* hm, fftwf_complex* at, int sign) {
+      return planByPolicy(c, [&](unsigned f) { return fftwf_plan_guru_dft(1, &dim, 2, hm, at, at, sign, f); });
+    };
+    const int line = hx * ny;  // complex values per z plane
+    p.x_r2c = r2c(nx, ny * nz);
+    p.x_c2r = c2r(nx, ny * nz);
+    {
+      const fftwf_iodim dim = {ny, hx, hx};
+      const fftwf_iodim hm[2] = {{cx, 1, 1}, {nz, line, line}};
+      p.y_fwd = guru(dim, hm, z, FFTW_FORWARD);
+      p.y_bwd = guru(dim, hm, z, FFTW_BACKWARD);
+    }
     // the kept ky: [0, cy) and (ny - cy, ny) (one range when y keeps all)
     const int count[2] = {cy, cy < ny ? cy - 1 : 0};
     const size_t first[2] = {0, size_t(ny - cy + 1) * size_t(hx)};
@@ -269,8 +281,6 @@ const PrunedPlans& prunedPlansFor(const SpectralLayout& L, const SpectralBand& b
       p.z_bwd[k] = guru(dim, hm, z + first[k], FFTW_BACKWARD);
     }
   }
-  fftwf_free(r);
-  fftwf_free(z);
   const bool ok = p.x_r2c && p.x_c2r && p.y_fwd && p.y_bwd && p.z_fwd[0] && p.z_bwd[0] &&
                   (!p.zOffset[1] || (p.z_fwd[1] && p.z_bwd[1]));
   if (!ok) {
@@ -278,7 +288,7 @@ const PrunedPlans& prunedPlansFor(const SpectralLayout& L, const SpectralBand& b
       if (q) fftwf_destroy_plan(q);
     throw PyCAException(__FILE__, __LINE__, "FluidKernelFFT: FFTW could not plan the pruned transforms");
   }
-  if (measure) exportWisdom(c);
+  if (c.planner != Planner::Estimate) exportWisdom(c);
   return prunedPlans().emplace(key, p).first->second;
 }
 
