@@ -140,8 +140,6 @@ struct FluidSpectralOp {
   float alpha, beta, gamma;
   float scale;  ///< 1 / nVox: FFTW and cuFFT transforms are unnormalised
   int lpow;
-  int bx, by, bz;  ///< SpectralBand: the modes outside it are set to zero
-  int ny, nz;      ///< the half-spectrum grid's y and z extents
 
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i) const {
     const float Wx = wx[x], Wy = wy[y], Wz = wz[z];
@@ -149,8 +147,6 @@ struct FluidSpectralOp {
     const float lam = gamma - alpha * (Wx + Wy + Wz);
     float a00 = lam - beta * Wx, a11 = lam - beta * Wy, a22 = lam - beta * Wz;
     float a10 = beta * Sx * Sy, a20 = beta * Sx * Sz, a21 = beta * Sy * Sz;
-    // outside the band (SpectralBand): zero, whatever the spectrum holds there
-    const bool keep = (x < bx) & ((y < by) | (y > ny - by)) & ((z < bz) | (z > nz - bz));
     float out = scale;
     if (kInverse) {
       // gamma == 0: L vanishes at the zero frequency, where K gives 0 (the
@@ -216,7 +212,6 @@ struct FluidSpectralOp {
       r0 -= cr * Sx; r1 -= cr * Sy; r2 -= cr * Sz;
       i0 -= ci * Sx; i1 -= ci * Sy; i2 -= ci * Sz;
     }
-    if (!keep) r0 = i0 = r1 = i1 = r2 = i2 = 0.f;  // (0 * a non-finite value is NaN)
     X[j] = r0 * out; X[j + 1] = i0 * out;
     Y[j] = r1 * out; Y[j + 1] = i1 * out;
     Z[j] = r2 * out; Z[j + 1] = i2 * out;

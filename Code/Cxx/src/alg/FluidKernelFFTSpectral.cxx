@@ -47,7 +47,7 @@ void run(MemoryType mt, const SpectralArgs& a, StreamT st) {
   const FluidSpectralOp<kInverse, kDivFree, kPow> op{
       a.spec[0], a.spec[1], a.spec[2],
       t + a.off[0], t + a.off[1], t + a.off[2], t + a.off[3], t + a.off[4], t + a.off[5],
-      a.alpha, a.beta, a.gamma, a.scale, a.lpow, a.band.x, a.band.y, a.band.z, a.half.y, a.half.z};
+      a.alpha, a.beta, a.gamma, a.scale, a.lpow};
   const Vec3Di& h = a.half;
   if (a.band.keepsAll(h)) {
     forEachVoxel(mt, op, h, st);
