@@ -93,11 +93,12 @@ constexpr int kBoxDirectMaxRadius = 8;
 template <BoundaryCondT bc>
 PYCA_FORCEINLINE void boxRowXDirect(const kern::BoxLine<0, bc>& line, const float* src, float* dst, int nx, int r,
                                     int x0, int x1) {
-  for (int x = 0; x < x0; ++x) {
+  auto border = [&](int x) {  // taps outside the line by the boundary rule
     double acc = 0.0;
     for (int j = -r; j <= r; ++j) acc += line.val(src, x + j);
     dst[x] = float(acc);
-  }
+  };
+  for (int x = 0; x < x0; ++x) border(x);
   switch (r) {  // the taps unrolled (a run-time count kept the loop scalar)
 #define PYCA_BOX_X_CASE(R)                                        \
   case R:                                                         \
@@ -123,11 +124,7 @@ PYCA_FORCEINLINE void boxRowXDirect(const kern::BoxLine<0, bc>& line, const floa
         dst[x] = float(acc);
       }
   }
-  for (int x = x1; x < nx; ++x) {
-    double acc = 0.0;
-    for (int j = -r; j <= r; ++j) acc += line.val(src, x + j);
-    dst[x] = float(acc);
-  }
+  for (int x = x1; x < nx; ++x) border(x);
 }
 template <BoundaryCondT bc>
 __attribute__((noinline)) void boxRowsXBase(const kern::BoxLine<0, bc> line, const float* in, float* out, int nx,
