@@ -1464,6 +1464,17 @@ PROFILE_GROUPS = (
 )
 
 
+def _app_shooter_kw(shooter_cls):
+    """The keywords lddmm_register gives its Shooter (endpoint=False: no m_T,
+    v_T), where the class takes them (an older build, for an A/B run, does not)."""
+    import inspect
+    try:
+        params = inspect.signature(shooter_cls).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {'endpoint': False} if 'endpoint' in params else {}
+
+
 def _set_kernel_tol(kernel, cfg):
     """The DEFAULTS' kernel_tol on a kernel built by make_fluid_kernel (an older
     build, for an A/B run, has neither)."""
@@ -1579,7 +1590,8 @@ def bench_lddmm_iteration(rows, reps, nthreads, n=128):
                                         cfg.get('lpow', 1))
             _set_kernel_tol(kernel, cfg)
             sh = shooter_cls(grid, ca.MEM_HOST, kernel, T, cfg.get('integrator', 'euler'),
-                             cfg['sigma'], cfg.get('inverse_iters', 3), cfg.get('adjoint', 'euler'))
+                             cfg['sigma'], cfg.get('inverse_iters', 3), cfg.get('adjoint', 'euler'),
+                             **_app_shooter_kw(shooter_cls))
             I0, I1 = moving, fixed          # lddmm_register: I0 = moving, I1 = fixed
             m0, grad = ca.Field3D(grid, ca.MEM_HOST), ca.Field3D(grid, ca.MEM_HOST)
             deformed = ca.Image3D(grid, ca.MEM_HOST)
@@ -1668,7 +1680,7 @@ def bench_lddmm_gpu(rows, reps):
                                            cfg.get('lpow', 1))
                 _set_kernel_tol(kernel, cfg)
                 sh = lddmm.Shooter(grid, dev, kernel, 10, 'euler', cfg['sigma'], cfg['inverse_iters'],
-                                   cfg['adjoint'])
+                                   cfg['adjoint'], **_app_shooter_kw(lddmm.Shooter))
                 m0, grad = ca.Field3D(grid, dev), ca.Field3D(grid, dev)
                 deformed = ca.Image3D(grid, dev)
                 ca.SetToZero(m0)

@@ -468,13 +468,15 @@ def test_mpi_3d_atlas_equals_single_process(tmp_path):
 
 def test_lddmm_subjects_take_resolved_geodesics_unless_told():
     """The atlas's LDDMM subjects shoot with ATLAS_LDDMM_NSTEPS (4) time
-    steps, not lddmm_register's 2, unless ``register`` names nsteps; greedy
-    has no time steps."""
-    from PyCA.Apps import atlas as atlas_mod, lddmm
+    steps and ATLAS_LDDMM_INVERSE_ITERS (2) fixed-point iterations of the
+    inverse, not lddmm_register's 2 and 1, unless ``register`` names them;
+    greedy has neither (its inverse_iters is its own)."""
+    from PyCA.Apps import atlas as atlas_mod, lddmm, greedy
     assert lddmm.DEFAULTS['nsteps'] == 2 and atlas_mod.ATLAS_LDDMM_NSTEPS == 4
+    assert lddmm.DEFAULTS['inverse_iters'] == 1 and atlas_mod.ATLAS_LDDMM_INVERSE_ITERS == 2
     _, cfg = atlas_mod._method_cfg('lddmm', {})
-    assert cfg['nsteps'] == 4 and cfg['metric'] == 'ssd'
-    _, cfg = atlas_mod._method_cfg('lddmm', {'nsteps': 3})
-    assert cfg['nsteps'] == 3
+    assert cfg['nsteps'] == 4 and cfg['metric'] == 'ssd' and cfg['inverse_iters'] == 2
+    _, cfg = atlas_mod._method_cfg('lddmm', {'nsteps': 3, 'inverse_iters': 1})
+    assert cfg['nsteps'] == 3 and cfg['inverse_iters'] == 1
     _, cfg = atlas_mod._method_cfg('greedy', {})
-    assert 'nsteps' not in cfg
+    assert 'nsteps' not in cfg and cfg['inverse_iters'] == greedy.DEFAULTS['inverse_iters']

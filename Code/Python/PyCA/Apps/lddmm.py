@@ -15,9 +15,11 @@ Forward shooting (EPDiff in Lagrangian form, ``nsteps`` steps of dt = 1/nsteps):
 
     m_t = CoAd(phi_t^-1, m0)               (``CoAd``)
     v_t = K m_t                            (``applyInverseOperator``)
-    phi_{t+dt} = phi_t + dt v_t o phi_t    (``ApplyH`` of the field; Euler or RK4)
-    phi_{t+dt}^-1                          (``UpdateInverse``: the fixed point of
-                                            the inverse of phi_t + w)
+    phi_{t+dt} = phi_t + dt v_t o phi_t    (``ComposeVH``; RK4: ``ApplyH`` of the field)
+    phi_{t+dt}^-1                          the inverse of phi_t + w: one fixed-point
+                                           iteration (the default) is
+                                           phi_t^-1 o (Id - dt v_t) (``ComposeHVInv``),
+                                           more run ``UpdateInverse``
 
 The deformed image is ``ApplyH(I0, phi_1^-1)``; ``result.h`` is phi_1^-1 (an
 H-field on the fixed grid into the moving image) and ``result.hinv`` phi_1.
@@ -48,10 +50,12 @@ force-like momentum grows with the resolution
 (about 3x from scale 4 to scale 2 on the demo pair), the geodesic
 self-focuses, and on large deformations the descent ran into folds it
 could not leave (the ``--max-disp 24`` demo: 5.1 mm mean error and 64 time
-steps at lpow = 1, alpha = 800; 2.1 mm and 8 steps at the default; greedy 2.5 mm).
+steps at lpow = 1, alpha = 800; 2.5 mm and 4 to 8 steps at the default, 2.1 mm
+with nsteps = 8; greedy 2.5 mm).
 At least ``nsteps`` = 2 time steps (4 until this release: 2 register the demo
 pairs as accurately in 60 % of the time, and every shot is checked and
-refined, above); the atlas builder's subjects use 4 (``atlas.ATLAS_LDDMM_NSTEPS``).
+refined, above); the atlas builder's subjects use 4 (``atlas.ATLAS_LDDMM_NSTEPS``)
+and 2 fixed-point iterations of the inverse (``atlas.ATLAS_LDDMM_INVERSE_ITERS``).
 
 Units: velocities and momenta are physical (V-fields); the operators whose
 derivatives are in voxel units (CoAd, AdInf, CoAdInf) are converted with the
@@ -102,8 +106,9 @@ DEFAULTS = {
     'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
     'max_step': 1.0,            # ... up to this
     'momentum': 0.65,           # heavy-ball momentum of the descent (0: plain gradient descent)
-    'inverse_iters': 1,         # UpdateInverse fixed-point iterations per time step (2 is no more
-                                #   accurate on the demo pairs and 30 % slower)
+    'inverse_iters': 1,         # fixed-point iterations of the inverse per time step: 1 is
+                                #   phi^-1 o (Id - dt v) (ComposeHVInv, one gather), more run
+                                #   UpdateInverse (no more accurate on the demo pairs, slower)
     'max_cfl': 0.5,             # stability bound of the shooting: dt * max_x |Dv_t(x)| (Frobenius)
                                 #   at every step; nsteps is raised (up to max_nsteps) to keep it
     'max_nsteps': 64,           # the most time steps the adaptive shooting may take
@@ -139,16 +144,23 @@ class Shooter:
         nsteps (int): time steps T of the shooting (dt = 1/T); default 10.
         integrator (str): 'euler' (default) or 'rk4' for the forward flow.
         sigma (float): image-match weight 1/(2 sigma^2); default 0.1.
-        inverse_iters (int): UpdateInverse fixed-point iterations per time step; default 3.
+        inverse_iters (int): fixed-point iterations of the inverse per time step; default 3.
+            With the Euler integrator, 1 is the first iterate itself,
+            ginv_n o (Id - dt v_n) (ComposeHVInv: one gather); more run
+            UpdateInverse (two gathers per iteration).
         adjoint (str): backward integration of the adjoint: 'heun' (default, 2nd order) or 'euler'.
         metric (Metric, optional): the similarity metric (PyCA.Apps.metrics); default None = SSD.
+        endpoint (bool): also compute m_T and v_T (default True). The steps
+            use v_0 .. v_{T-1} and the adjoint m_1 .. m_{T-1} only, so the
+            registration passes False and saves a CoAd and a K per shoot;
+            ``cfl`` then covers the velocities the steps used.
 
     Raises:
         ConfigError: an unknown ``integrator`` or ``adjoint``.
     """
 
     def __init__(self, grid, mType, kernel, nsteps=10, integrator='euler', sigma=0.1,
-                 inverse_iters=3, adjoint='heun', metric=None):
+                 inverse_iters=3, adjoint='heun', metric=None, endpoint=True):
         if adjoint not in ('heun', 'euler'):
             raise ConfigError("adjoint must be 'heun' or 'euler', got %r" % adjoint)
         self.adjoint = adjoint
@@ -161,6 +173,7 @@ class Shooter:
         self._force_of = None
         self.T, self.integrator, self.sigma = int(nsteps), integrator, float(sigma)
         self.ninv = int(inverse_iters)
+        self.endpoint = bool(endpoint)
         sp = grid.spacing()
         self.sp = (float(sp[0]), float(sp[1]), float(sp[2]))
         # isotropic over the axes that exist (a 2-D grid's z spacing is irrelevant)
@@ -284,7 +297,7 @@ class Shooter:
 
     def shoot(self, m0):
         """Integrates the geodesic from ``m0``: fills g_n, ginv_n, v_n, m_n for n = 0..T
-        and the stability numbers (``cfl``, ``min_jac``) that :meth:`stable` reads.
+        (v_T and m_T only with ``endpoint``) and the stability numbers (``cfl``, ``min_jac``) that :meth:`stable` reads.
         ``m[0]`` is ``m0`` itself (not a copy): it must not change before
         :meth:`gradient` (which reads it) has run.
 
@@ -309,7 +322,15 @@ class Shooter:
                 self.min_jac = float('nan')
                 return
             gn, ginvn = self.g[n + 1], self.ginv[n + 1]
-            if self.integrator == 'euler':
+            if self.integrator == 'euler' and self.ninv == 1:
+                # g_{n+1} = g_n + dt v_n o g_n, and its inverse's first
+                # fixed-point iterate ginv_n o (Id - w o ginv_n) with
+                # w o ginv_n = dt v_n o (g_n o ginv_n) = dt v_n: one gather each
+                # (UpdateInverse would sample w at ginv_n, adding the
+                # interpolation error of g_n o ginv_n)
+                ca.ComposeVH(gn, v, g, dt, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
+                ca.ComposeHVInv(ginvn, ginv, v, dt, ca.BACKGROUND_STRATEGY_PARTIAL_ID)
+            elif self.integrator == 'euler':
                 self._lagrangian(self.w, v, g, dt)
             else:
                 # RK4 on dg/dt = v_t o g; each stage's inverse by UpdateInverse,
@@ -328,10 +349,13 @@ class Shooter:
                     if nxt is not None:
                         ca.Copy(kk, kraw)
                         ca.MulC_I(kk, nxt * dt)
-            ca.Add(gn, g, self.w)
-            ca.UpdateInverse(ginvn, self.t3, ginv, self.w, self.ninv)
-            self._velocity(self.v[n + 1], self.m[n + 1], ginvn, m0)
-        self.cfl = max(self.cfl, dt * self._dv_max(self.v[T]))
+            if self.integrator != 'euler' or self.ninv != 1:
+                ca.Add(gn, g, self.w)
+                ca.UpdateInverse(ginvn, self.t3, ginv, self.w, self.ninv)
+            if n + 1 < T or self.endpoint:
+                self._velocity(self.v[n + 1], self.m[n + 1], ginvn, m0)
+        if self.endpoint:
+            self.cfl = max(self.cfl, dt * self._dv_max(self.v[T]))
         self.min_jac = self._min_jac()
 
     def energy(self, m0, I0, I1, deformed):
@@ -544,7 +568,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
             metric.prepare(I1, I0)
             nsteps = max(cfg['nsteps'], nsteps_prev)
             sh = Shooter(grid, mType, kernel, nsteps, cfg['integrator'], cfg['sigma'],
-                         cfg['inverse_iters'], cfg['adjoint'], metric)
+                         cfg['inverse_iters'], cfg['adjoint'], metric, endpoint=False)
 
             def refine(sh, m):
                 """sh shot m; while its path is unstable, more time steps (up to
@@ -553,7 +577,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                     c = sh.cfl if math.isfinite(sh.cfl) and sh.cfl > max_cfl else 2.0 * max_cfl
                     T = min(max_nsteps, max(2 * sh.T, int(math.ceil(sh.T * c / max_cfl))))
                     sh = Shooter(grid, mType, kernel, T, cfg['integrator'], cfg['sigma'],
-                                 cfg['inverse_iters'], cfg['adjoint'], metric)
+                                 cfg['inverse_iters'], cfg['adjoint'], metric, endpoint=False)
                     sh.shoot(m)
                 return sh
             deformed = ca.Image3D(grid, mType)
