@@ -1277,6 +1277,72 @@ def _run_splat_script(threads):
     return a, b
 
 
+_SPLAT_PLANES_SCRIPT = r"""
+import numpy as np
+import PyCA.Core as ca
+shape = (40, 36, 44)
+g = ca.GridInfo(ca.Vec3Di(*shape), ca.Vec3Df(1, 1, 1))
+rng = np.random.default_rng(8)
+I = np.array(np.meshgrid(*[np.arange(s, dtype=np.float32) for s in shape], indexing="ij"))
+P = I + rng.uniform(-1.5, 1.5, I.shape).astype(np.float32)
+# the first half of the source rows lands on planes 2-3, the second on 37-38:
+# with 2 or 3 blocks, the middle planes are reached by none
+P[2] = np.where(I[2] < shape[2] // 2, 2.3, 37.6).astype(np.float32)
+a = rng.standard_normal(shape).astype(np.float32)
+X = rng.standard_normal((3,) + shape).astype(np.float32)
+def fld(v, fill=None):
+    f = ca.Field3D(g, ca.MEM_HOST)
+    for c, x in zip(f.asnp(), v):
+        c[...] = x if fill is None else fill
+    return f
+h, m = fld(P), fld(X)
+ref = np.zeros((4,) + shape)
+p = P.reshape(3, -1).astype(np.float64)
+f0 = np.floor(p)
+t = p - f0
+vals = np.concatenate([a.reshape(1, -1), X.reshape(3, -1)]).astype(np.float64)
+for c in range(8):
+    off = np.array([c & 1, (c >> 1) & 1, c >> 2])[:, None]
+    idx = (f0 + off).astype(np.int64)
+    w = np.prod(np.where(off == 1, t, 1 - t), axis=0)
+    ok = np.all((idx >= 0) & (idx < np.array(shape)[:, None]), axis=0)
+    for k in range(4):
+        np.add.at(ref[k], tuple(idx[:, ok]), w[ok] * vals[k][ok])
+out = []
+for fill in (np.nan, 0.0):
+    o = ca.Image3D(g, ca.MEM_HOST)
+    o.asnp()[...] = fill
+    src = ca.Image3D(g, ca.MEM_HOST)
+    src.asnp()[...] = a
+    ca.Splat(o, h, src, False)
+    of = fld(X, fill)
+    ca.SplatField(of, m, h)
+    out.append(np.concatenate([np.array(o.asnp())[None]] + [np.array(c)[None] for c in of.asnp()]))
+nan = int(np.isnan(out[0]).sum())
+same = out[0].tobytes() == out[1].tobytes()
+err = float(np.abs(out[0] - ref).max() / np.abs(ref).max())
+print(nan, same, err, float(np.abs(ref[:, :, :, 10:30]).max()))
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_splat_overwrites_every_plane(threads):
+    """Splat and SplatField overwrite the whole target (the first block
+    accumulates into the target itself, the others' slabs are added, the
+    planes no block reaches are zeroed): a NaN-filled target gives the same
+    bits as a zeroed one, and both the float64 np.add.at reference; the
+    points fall on two bands of planes so that with 2 and 3 threads the
+    middle planes are reached by no block."""
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(threads)
+    r = subprocess.run([sys.executable, "-c", _SPLAT_PLANES_SCRIPT], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    nan, same, err, middle = r.stdout.split()
+    assert nan == "0" and same == "True", r.stdout
+    assert float(err) < 1e-5 and float(middle) == 0.0, r.stdout
+
+
 def test_splat_deterministic_per_thread_count():
     """For a fixed OMP_NUM_THREADS (1, 2, 3) the CPU splat is bit-identical
     run to run (within a process and across processes), for local and for

@@ -17,7 +17,8 @@
 //  * CPU: deterministic for a fixed thread count. The source rows are cut
 //    into one block per OpenMP thread; each block accumulates into a private
 //    slab covering the target planes its points reach (found in a first
-//    pass), and the slabs are then summed plane by plane in block order.
+//    pass), and the slabs are then summed plane by plane in block order
+//    (an overwrite splat's block 0 accumulates into the target itself).
 //    The slabs are private allocations freed before returning; their total
 //    size is bounded (a block whose points spread over the whole grid makes
 //    the splat run as a single block).
@@ -30,6 +31,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "Scratch.h"
@@ -108,13 +111,34 @@ struct SplatBlock {
   bool empty() const { return ch[0] == nullptr; }
 };
 
+/// Sources whose points are stored arrays (an H-field) name them:
+/// const float* coords(int axis) const.
+template <class Src, class = void>
+struct HasCoordArrays : std::false_type {};
+template <class Src>
+struct HasCoordArrays<Src, decltype(void(std::declval<const Src&>().coords(0)))> : std::true_type {};
+
 /// The range [lo, hi] of the coordinate along axis (0, 1, 2) of the source
 /// points of rows [rowLo, rowHi) (Src::point), for the first pass;
-/// vectorised min/max.
+/// vectorised min/max. Sources with stored points: that one array only
+/// (contiguous over the rows), not the three Src::point loads.
 template <class Src>
 void sourceCoordRange(const Src& src, int ssx, int ssy, long long rowLo, long long rowHi, int axis, float& lo,
                       float& hi) {
   float l = 3.0e38f, h = -3.0e38f;
+  if constexpr (HasCoordArrays<Src>::value) {
+    const float* c = src.coords(axis);
+    const size_t b = size_t(rowLo) * size_t(ssx), e = size_t(rowHi) * size_t(ssx);
+#pragma omp simd reduction(min : l) reduction(max : h)
+    for (size_t i = b; i < e; ++i) {
+      const float v = interpSanitize(c[i]);
+      l = v < l ? v : l;
+      h = v > h ? v : h;
+    }
+    lo = l;
+    hi = h;
+    return;
+  }
   for (long long r = rowLo; r < rowHi; ++r) {
     const int y = int(r % ssy), z = int(r / ssy);
     const size_t base = size_t(r) * size_t(ssx);
@@ -328,10 +352,21 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     blocks[0].pLo = 0;
     blocks[0].pHi = pl.nPlanes - 1;
   }
-  for (SplatBlock& bl : blocks) {
+  // An overwrite splat without weights lets block 0 accumulate straight into
+  // the target (zeroed over its planes in pass 2): the target then holds
+  // 0 + s_0 exactly as the slab would, and pass 3 adds the other blocks'
+  // slabs in block order, so the sums (and bits) are those of the slab
+  // path. (The callers pass sources that do not alias the target.)
+  const bool direct = mode == SPLAT_OVERWRITE && !withW;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    SplatBlock& bl = blocks[b];
     if (bl.pHi < bl.pLo) continue;
     bl.len = size_t(bl.pHi - bl.pLo + 1) * pl.planeSize;
     for (int c = 0; c < C; ++c) {
+      if (direct && b == 0) {
+        bl.ch[c] = t.out[c] + size_t(bl.pLo) * pl.planeSize;
+        continue;
+      }
       bl.mem[c] = scratchImage(GridInfo(Vec3Di(int(bl.len), 1, 1)), MEM_HOST);
       bl.ch[c] = bl.mem[c]->get();
     }
@@ -374,6 +409,38 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
   // (Plain loops over L1-sized runs: the compiler made the former 64-float
   // runs' copies memcpy calls, which dominated the whole splat.)
   const int np = pl.nPlanes;
+  if (direct) {
+    // block 0 wrote its planes; the others' slabs are added to the target
+    // (the first one reaching a plane that block 0 does not: 0 + s_b), and
+    // planes no block reaches are zeroed
+    const SplatBlock& b0 = blocks[0];
+    if (nb == 1 && !b0.empty() && b0.pLo == 0 && b0.pHi == np - 1) return;
+#pragma omp parallel for schedule(static) if (nOut >= kOmpMinVoxels)
+    for (int p = 0; p < np; ++p) {
+      const size_t j0 = size_t(p) * pl.planeSize, n = pl.planeSize;
+      bool first = b0.empty() || p < b0.pLo || p > b0.pHi;
+      for (size_t b = 1; b < blocks.size(); ++b) {
+        const SplatBlock& bl = blocks[b];
+        if (bl.empty() || p < bl.pLo || p > bl.pHi) continue;
+        const size_t o = j0 - size_t(bl.pLo) * pl.planeSize;
+        for (int c = 0; c < K; ++c) {
+          const float* sc = bl.ch[c] + o;
+          float* oc = t.out[c] + j0;
+          if (first) {
+#pragma omp simd
+            for (size_t k = 0; k < n; ++k) oc[k] = 0.f + sc[k];
+          } else {
+#pragma omp simd
+            for (size_t k = 0; k < n; ++k) oc[k] += sc[k];
+          }
+        }
+        first = false;
+      }
+      if (first)  // no block reaches this plane
+        for (int c = 0; c < K; ++c) std::fill(t.out[c] + j0, t.out[c] + j0 + n, 0.f);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) if (nOut >= kOmpMinVoxels)
   for (int p = 0; p < np; ++p) {
     constexpr size_t kRun = 512;

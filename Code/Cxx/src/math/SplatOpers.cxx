@@ -27,6 +27,7 @@ struct AtHPoint {
     py = hy[i];
     pz = hz[i];
   }
+  const float* coords(int axis) const { return axis == 2 ? hz : (axis == 1 ? hy : hx); }
 };
 
 struct SplatImageSrc : AtHPoint {
@@ -88,6 +89,7 @@ struct SplatAdSrc {
     py = gy[i];
     pz = gz[i];
   }
+  const float* coords(int axis) const { return axis == 2 ? gz : (axis == 1 ? gy : gx); }
   detail::VoxelCentral d;
   PYCA_HOSTDEVICE PYCA_FORCEINLINE void operator()(int x, int y, int z, size_t i, float& px, float& py, float& pz,
                                   float* out) const {
