@@ -39,6 +39,11 @@
 #include "VoxelLaunch.h"
 #include "interp.h"
 
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#define PYCA_SPLAT_SSE2 1
+#endif
+
 namespace PyCA {
 namespace detail {
 
@@ -135,20 +140,18 @@ void sourceCoordRange(const Src& src, int ssx, int ssy, long long rowLo, long lo
       l = v < l ? v : l;
       h = v > h ? v : h;
     }
-    lo = l;
-    hi = h;
-    return;
-  }
-  for (long long r = rowLo; r < rowHi; ++r) {
-    const int y = int(r % ssy), z = int(r / ssy);
-    const size_t base = size_t(r) * size_t(ssx);
+  } else {
+    for (long long r = rowLo; r < rowHi; ++r) {
+      const int y = int(r % ssy), z = int(r / ssy);
+      const size_t base = size_t(r) * size_t(ssx);
 #pragma omp simd reduction(min : l) reduction(max : h)
-    for (int x = 0; x < ssx; ++x) {
-      float px, py, pz;
-      src.point(x, y, z, base + size_t(x), px, py, pz);
-      const float c = interpSanitize(axis == 2 ? pz : (axis == 1 ? py : px));
-      l = c < l ? c : l;
-      h = c > h ? c : h;
+      for (int x = 0; x < ssx; ++x) {
+        float px, py, pz;
+        src.point(x, y, z, base + size_t(x), px, py, pz);
+        const float c = interpSanitize(axis == 2 ? pz : (axis == 1 ? py : px));
+        l = c < l ? c : l;
+        h = c > h ? c : h;
+      }
     }
   }
   lo = l;
@@ -281,6 +284,24 @@ PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c,
       // planes lie a multiple of 4 KiB apart on many grids (128^2 floats), and
       // a load after a store to an address with the same low 12 bits stalls
       // (4K aliasing)
+#ifdef PYCA_SPLAT_SSE2
+      // each x pair of corners is one 64-bit load and store; per lane the
+      // same product and sum as the scalar form below (no FMA): same bits
+      __m128 cur[nc][4];
+      for (int q = 0; q < nc; ++q) {
+        const float* p = ch[q] + j;
+        for (int r = 0; r < 4; ++r)
+          cur[q][r] = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p + o[2 * r])));
+      }
+      for (int q = 0; q < nc; ++q) {
+        const float s = q < K ? c.v[q][k] : 1.f;
+        const __m128 ab = _mm_setr_ps(ux * s, tx * s, 0.f, 0.f);
+        float* p = ch[q] + j;
+        for (int r = 0; r < 4; ++r)
+          _mm_store_sd(reinterpret_cast<double*>(p + o[2 * r]),
+                       _mm_castps_pd(_mm_add_ps(cur[q][r], _mm_mul_ps(ab, _mm_set1_ps(wyz[2 * r])))));
+      }
+#else
       float cur[nc][8];
       for (int q = 0; q < nc; ++q) {
         const float* p = ch[q] + j;
@@ -292,6 +313,7 @@ PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c,
         float* p = ch[q] + j;
         for (int e = 0; e < 8; ++e) p[o[e]] = cur[q][e] + (e & 1 ? b : a) * wyz[e];
       }
+#endif
     }
 }
 
