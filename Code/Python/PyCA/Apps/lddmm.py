@@ -297,7 +297,8 @@ class Shooter:
 
     def shoot(self, m0):
         """Integrates the geodesic from ``m0``: fills g_n, ginv_n, v_n, m_n for n = 0..T
-        (v_T and m_T only with ``endpoint``) and the stability numbers (``cfl``, ``min_jac``) that :meth:`stable` reads.
+        (v_T and m_T only with ``endpoint``) and the stability numbers (``cfl``,
+        ``min_jac``) that :meth:`stable` reads.
         ``m[0]`` is ``m0`` itself (not a copy): it must not change before
         :meth:`gradient` (which reads it) has run.
 
