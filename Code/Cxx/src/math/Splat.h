@@ -285,21 +285,22 @@ PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c,
       // a load after a store to an address with the same low 12 bits stalls
       // (4K aliasing)
 #ifdef PYCA_SPLAT_SSE2
-      // each x pair of corners is one 64-bit load and store; per lane the
-      // same product and sum as the scalar form below (no FMA): same bits
+      // each x pair of corners is one 64-bit load and store (movq: unaligned,
+      // may-alias); per lane the same product and sum as the scalar form
+      // below (no FMA): same bits
       __m128 cur[nc][4];
       for (int q = 0; q < nc; ++q) {
         const float* p = ch[q] + j;
         for (int r = 0; r < 4; ++r)
-          cur[q][r] = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p + o[2 * r])));
+          cur[q][r] = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + o[2 * r])));
       }
       for (int q = 0; q < nc; ++q) {
         const float s = q < K ? c.v[q][k] : 1.f;
         const __m128 ab = _mm_setr_ps(ux * s, tx * s, 0.f, 0.f);
         float* p = ch[q] + j;
         for (int r = 0; r < 4; ++r)
-          _mm_store_sd(reinterpret_cast<double*>(p + o[2 * r]),
-                       _mm_castps_pd(_mm_add_ps(cur[q][r], _mm_mul_ps(ab, _mm_set1_ps(wyz[2 * r])))));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(p + o[2 * r]),
+                           _mm_castps_si128(_mm_add_ps(cur[q][r], _mm_mul_ps(ab, _mm_set1_ps(wyz[2 * r])))));
       }
 #else
       float cur[nc][8];
