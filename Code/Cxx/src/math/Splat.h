@@ -318,6 +318,18 @@ PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c,
     }
 }
 
+/// One term of pass 3's sum over the blocks: dst = 0 + src for the first
+/// (the +0 a zeroed slab starts from) or dst += src.
+PYCA_FORCEINLINE void sumRun(float* __restrict dst, const float* __restrict src, size_t n, bool first) {
+  if (first) {
+#pragma omp simd
+    for (size_t k = 0; k < n; ++k) dst[k] = 0.f + src[k];
+  } else {
+#pragma omp simd
+    for (size_t k = 0; k < n; ++k) dst[k] += src[k];
+  }
+}
+
 template <class Index, class Src>
 void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode mode) {
   constexpr int K = Src::K;
@@ -446,17 +458,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
         const SplatBlock& bl = blocks[b];
         if (bl.empty() || p < bl.pLo || p > bl.pHi) continue;
         const size_t o = j0 - size_t(bl.pLo) * pl.planeSize;
-        for (int c = 0; c < K; ++c) {
-          const float* sc = bl.ch[c] + o;
-          float* oc = t.out[c] + j0;
-          if (first) {
-#pragma omp simd
-            for (size_t k = 0; k < n; ++k) oc[k] = 0.f + sc[k];
-          } else {
-#pragma omp simd
-            for (size_t k = 0; k < n; ++k) oc[k] += sc[k];
-          }
-        }
+        for (int c = 0; c < K; ++c) sumRun(t.out[c] + j0, bl.ch[c] + o, n, first);
         first = false;
       }
       if (first)  // no block reaches this plane
@@ -475,17 +477,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
       for (const SplatBlock& bl : blocks) {
         if (bl.empty() || p < bl.pLo || p > bl.pHi) continue;
         const size_t o = j0 + s0 - size_t(bl.pLo) * pl.planeSize;
-        for (int c = 0; c < C; ++c) {
-          const float* sc = bl.ch[c] + o;
-          float* ac = acc[c];
-          if (first) {
-#pragma omp simd
-            for (size_t k = 0; k < m; ++k) ac[k] = 0.f + sc[k];
-          } else {
-#pragma omp simd
-            for (size_t k = 0; k < m; ++k) ac[k] += sc[k];
-          }
-        }
+        for (int c = 0; c < C; ++c) sumRun(acc[c], bl.ch[c] + o, m, first);
         first = false;
       }
       if (first)  // no block reaches this plane

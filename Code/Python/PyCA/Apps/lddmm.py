@@ -306,6 +306,8 @@ class Shooter:
             m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
         """
         T, dt = self.T, 1.0 / self.T
+        # Euler with one inverse iteration: one gather each for g and ginv (below)
+        one_gather = self.integrator == 'euler' and self.ninv == 1
         self.m[0] = m0
         self.K.applyInverseOperator(self.v[0], m0)
         self.cfl = 0.0
@@ -323,7 +325,7 @@ class Shooter:
                 self.min_jac = float('nan')
                 return
             gn, ginvn = self.g[n + 1], self.ginv[n + 1]
-            if self.integrator == 'euler' and self.ninv == 1:
+            if one_gather:
                 # g_{n+1} = g_n + dt v_n o g_n, and its inverse's first
                 # fixed-point iterate ginv_n o (Id - w o ginv_n) with
                 # w o ginv_n = dt v_n o (g_n o ginv_n) = dt v_n: one gather each
@@ -350,7 +352,7 @@ class Shooter:
                     if nxt is not None:
                         ca.Copy(kk, kraw)
                         ca.MulC_I(kk, nxt * dt)
-            if self.integrator != 'euler' or self.ninv != 1:
+            if not one_gather:
                 ca.Add(gn, g, self.w)
                 ca.UpdateInverse(ginvn, self.t3, ginv, self.w, self.ninv)
             if n + 1 < T or self.endpoint:
