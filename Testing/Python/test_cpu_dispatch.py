@@ -2,6 +2,7 @@
 at run time) give identical bits (issue 11, item 6): each path is forced in
 one process with SetCPUDispatch and the results compared bit for bit, and
 against a float64 NumPy reference, so neither path can drift unnoticed."""
+import os
 import struct
 
 import numpy as np
@@ -272,6 +273,42 @@ def test_field_sampling_paths_identical_bits(shape):
         base, fast = _run_both(upd)
         assert base.tobytes() == fast.tobytes(), ("UpdateInverse", iters)
     assert ran >= 24
+
+
+@needs_avx2
+@pytest.mark.skipif(bool(os.environ.get("PYCA_SANITIZED")), reason="about 1 GB of arrays")
+def test_sampling_beyond_float_exact_indices():
+    """Up to 2^24 voxels the AVX2 samplers compute the corner index in float
+    (exact there); beyond, in integers. On a grid of 256 x 256 x 260 voxels,
+    whose last planes' corner indices exceed 2^24 (odd ones are not floats
+    there), the field sampler still gives the baseline's bits and the image
+    sampler agrees with it to float32 rounding."""
+    shape = (256, 256, 260)
+    assert (shape[2] - 2) * shape[0] * shape[1] > 1 << 24
+    g = ca.GridInfo(ca.Vec3Di(*shape), ca.Vec3Df(1, 1, 1))
+    rng = np.random.default_rng(11)
+    h, m = ca.Field3D(g, ca.MEM_HOST), ca.Field3D(g, ca.MEM_HOST)
+    for d, (hv, mv) in enumerate(zip(h.asnp(), m.asnp())):
+        c = np.arange(shape[d], dtype=np.float32).reshape([shape[d] if e == d else 1 for e in range(3)])
+        hv[...] = c + rng.uniform(-2, 2, shape).astype(np.float32)
+        mv[...] = rng.standard_normal(shape).astype(np.float32)
+    o = ca.Field3D(g, ca.MEM_HOST)
+
+    def compose():
+        ca.ComposeHH(o, m, h, ca.BACKGROUND_STRATEGY_PARTIAL_ID)
+        return _field_np(o)
+    base, fast = _run_both(compose)
+    assert base.tobytes() == fast.tobytes()
+    del base, fast
+    im, out = ca.Image3D(g, ca.MEM_HOST), ca.Image3D(g, ca.MEM_HOST)
+    im.asnp()[...] = rng.standard_normal(shape).astype(np.float32)
+
+    def apply_h():
+        ca.ApplyH(out, im, h, ca.BACKGROUND_STRATEGY_CLAMP, ca.INTERP_LINEAR)
+        return to_np(out).copy()
+    base, fast = _run_both(apply_h)
+    ca.SetCPUDispatch("auto")
+    assert np.max(np.abs(base - fast)) <= 8 * np.spacing(np.float32(8))
 
 
 @needs_avx2

@@ -11,6 +11,10 @@
 // result is bit for bit that of triLerp<bg, int>. The other points (near or
 // outside the border, NaN) are recomputed by triLerp<bg, int> itself.
 //
+// The points are taken in blocks of 64: first the corners and weights of all
+// eight groups of a block, then the groups' gathers and blends (see
+// kLerpBlock).
+//
 // Compiled by the host compiler only (also in CUDA builds), chosen at run
 // time when the CPU runs AVX2; the GPU and every other case use interp.h.
 #include "FieldLerpAvx2.h"
@@ -47,7 +51,16 @@ __attribute__((target("avx2"))) inline __m256 blend8(const float* f, const int* 
   return s;
 }
 
-template <BackgroundStrategy bg>
+/// Points per block: the corners and weights of a block's groups of 8 are
+/// computed first (phase 1, no loads that depend on them), then the groups
+/// are gathered and blended (phase 2). Split so, the out-of-order window
+/// overlaps the groups' gathers instead of waiting on each group's chain
+/// floor -> index -> pair loads.
+constexpr int kLerpBlock = 64;
+
+/// kFloatIdx: the corner index (z sy + y) sx + x computed in float, exact
+/// when every index is below 2^24 (shorter latency than two vpmulld).
+template <BackgroundStrategy bg, bool kFloatIdx>
 __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy, const float* fz, int sx,
                                                    int sy, int sz, const float* px, const float* py,
                                                    const float* pz, float* ox, float* oy, float* oz, int n) {
@@ -60,6 +73,9 @@ __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy
   const __m256i lx = _mm256_set1_epi32(sx - 2), ly = _mm256_set1_epi32(sy > 1 ? sy - 2 : 0),
                 lz = _mm256_set1_epi32(sz > 1 ? sz - 2 : 0), izero = _mm256_setzero_si256();
   const __m256i vsx = _mm256_set1_epi32(sx), vsy = _mm256_set1_epi32(sy);
+  const __m256 flx = _mm256_set1_ps(float(sx - 2)), fly = _mm256_set1_ps(float(sy > 1 ? sy - 2 : 0)),
+               flz = _mm256_set1_ps(float(sz > 1 ? sz - 2 : 0)), fsx = _mm256_set1_ps(float(sx)),
+               fsy = _mm256_set1_ps(float(sy));
   const long long dy = sy > 1 ? sx : 0, dz = sz > 1 ? (long long)sx * sy : 0;
   const long long off[4] = {0, dy, dz, dy + dz};
   // partial strategies substitute the corners of a missing plane (ZERO and
@@ -67,53 +83,86 @@ __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy
   const bool partial = bg == BACKGROUND_STRATEGY_PARTIAL_ZERO || bg == BACKGROUND_STRATEGY_PARTIAL_ID;
   const bool fy1 = partial && sy == 1, fz1 = partial && sz == 1;
   const bool zrow[4] = {false, fy1, fz1, fy1 || fz1};
+  alignas(32) int idxs[kLerpBlock];
+  alignas(32) float ws[kLerpBlock / 8][8][8];
+  int masks[kLerpBlock / 8];
   int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(px + i), y = _mm256_loadu_ps(py + i), z = _mm256_loadu_ps(pz + i);
-    const __m256 fxf = _mm256_floor_ps(x), fyf = _mm256_floor_ps(y), fzf = _mm256_floor_ps(z);
-    // ordered comparisons: NaN lanes are not interior
-    __m256 in = _mm256_and_ps(_mm256_cmp_ps(fxf, zero, _CMP_GE_OQ), _mm256_cmp_ps(fxf, hx, _CMP_LE_OQ));
-    const __m256 iny = sy > 1 ? _mm256_and_ps(_mm256_cmp_ps(fyf, zero, _CMP_GE_OQ), _mm256_cmp_ps(fyf, hy, _CMP_LE_OQ))
-                              : _mm256_cmp_ps(y, zero, _CMP_EQ_OQ);
-    const __m256 inz = sz > 1 ? _mm256_and_ps(_mm256_cmp_ps(fzf, zero, _CMP_GE_OQ), _mm256_cmp_ps(fzf, hz, _CMP_LE_OQ))
-                              : _mm256_cmp_ps(z, zero, _CMP_EQ_OQ);
-    in = _mm256_and_ps(in, _mm256_and_ps(iny, inz));
-    const int mask = _mm256_movemask_ps(in);
-    // valid addresses for every lane (lanes not interior are redone below)
-    const __m256i ix = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fxf), izero), lx);
-    const __m256i iy = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fyf), izero), ly);
-    const __m256i iz = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fzf), izero), lz);
-    const __m256i r =
-        _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
-    alignas(32) int idx[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(idx), r);
-    // interp.h: t = p - floor(p), u = 1 - t, w_abc = (wx_a * wy_b) * wz_c
-    const __m256 tx = _mm256_sub_ps(x, fxf), ty = _mm256_sub_ps(y, fyf), tz = _mm256_sub_ps(z, fzf);
-    const __m256 ux = _mm256_sub_ps(one, tx), uy = _mm256_sub_ps(one, ty), uz = _mm256_sub_ps(one, tz);
-    const __m256 a00 = _mm256_mul_ps(ux, uy), a10 = _mm256_mul_ps(tx, uy), a01 = _mm256_mul_ps(ux, ty),
-                 a11 = _mm256_mul_ps(tx, ty);
-    // order of the corners: (y0 z0), (y1 z0), (y0 z1), (y1 z1), lower x then upper x
-    const __m256 w[8] = {_mm256_mul_ps(a00, uz), _mm256_mul_ps(a10, uz), _mm256_mul_ps(a01, uz),
-                         _mm256_mul_ps(a11, uz), _mm256_mul_ps(a00, tz), _mm256_mul_ps(a10, tz),
-                         _mm256_mul_ps(a01, tz), _mm256_mul_ps(a11, tz)};
-    const __m256 ra = blend8(fx, idx, off, zrow, w), rb = blend8(fy, idx, off, zrow, w),
-                 rc = blend8(fz, idx, off, zrow, w);
-    if (mask == 0xFF) {
-      _mm256_storeu_ps(ox + i, ra);
-      _mm256_storeu_ps(oy + i, rb);
-      _mm256_storeu_ps(oz + i, rc);
-      continue;
+  while (i + 8 <= n) {
+    const int ng = (n - i) / 8 < kLerpBlock / 8 ? (n - i) / 8 : kLerpBlock / 8;
+    // phase 1: the lower corners, interior masks and weights of ng groups
+    for (int q = 0; q < ng; ++q) {
+      const int b = i + 8 * q;
+      const __m256 x = _mm256_loadu_ps(px + b), y = _mm256_loadu_ps(py + b), z = _mm256_loadu_ps(pz + b);
+      const __m256 fxf = _mm256_floor_ps(x), fyf = _mm256_floor_ps(y), fzf = _mm256_floor_ps(z);
+      // ordered comparisons: NaN lanes are not interior
+      __m256 in = _mm256_and_ps(_mm256_cmp_ps(fxf, zero, _CMP_GE_OQ), _mm256_cmp_ps(fxf, hx, _CMP_LE_OQ));
+      const __m256 iny = sy > 1
+                             ? _mm256_and_ps(_mm256_cmp_ps(fyf, zero, _CMP_GE_OQ), _mm256_cmp_ps(fyf, hy, _CMP_LE_OQ))
+                             : _mm256_cmp_ps(y, zero, _CMP_EQ_OQ);
+      const __m256 inz = sz > 1
+                             ? _mm256_and_ps(_mm256_cmp_ps(fzf, zero, _CMP_GE_OQ), _mm256_cmp_ps(fzf, hz, _CMP_LE_OQ))
+                             : _mm256_cmp_ps(z, zero, _CMP_EQ_OQ);
+      in = _mm256_and_ps(in, _mm256_and_ps(iny, inz));
+      masks[q] = _mm256_movemask_ps(in);
+      // valid addresses for every lane (lanes not interior are redone below;
+      // max/min of a NaN lane give one of the bounds)
+      __m256i r;
+      if constexpr (kFloatIdx) {
+        const __m256 cx = _mm256_min_ps(_mm256_max_ps(fxf, zero), flx);
+        const __m256 cy = _mm256_min_ps(_mm256_max_ps(fyf, zero), fly);
+        const __m256 cz = _mm256_min_ps(_mm256_max_ps(fzf, zero), flz);
+        r = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(cz, fsy), cy), fsx), cx));
+      } else {
+        const __m256i ix = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fxf), izero), lx);
+        const __m256i iy = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fyf), izero), ly);
+        const __m256i iz = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fzf), izero), lz);
+        r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(idxs + 8 * q), r);
+      // interp.h: t = p - floor(p), u = 1 - t, w_abc = (wx_a * wy_b) * wz_c
+      const __m256 tx = _mm256_sub_ps(x, fxf), ty = _mm256_sub_ps(y, fyf), tz = _mm256_sub_ps(z, fzf);
+      const __m256 ux = _mm256_sub_ps(one, tx), uy = _mm256_sub_ps(one, ty), uz = _mm256_sub_ps(one, tz);
+      const __m256 a00 = _mm256_mul_ps(ux, uy), a10 = _mm256_mul_ps(tx, uy), a01 = _mm256_mul_ps(ux, ty),
+                   a11 = _mm256_mul_ps(tx, ty);
+      // order of the corners: (y0 z0), (y1 z0), (y0 z1), (y1 z1), lower x then upper x
+      _mm256_store_ps(ws[q][0], _mm256_mul_ps(a00, uz));
+      _mm256_store_ps(ws[q][1], _mm256_mul_ps(a10, uz));
+      _mm256_store_ps(ws[q][2], _mm256_mul_ps(a01, uz));
+      _mm256_store_ps(ws[q][3], _mm256_mul_ps(a11, uz));
+      _mm256_store_ps(ws[q][4], _mm256_mul_ps(a00, tz));
+      _mm256_store_ps(ws[q][5], _mm256_mul_ps(a10, tz));
+      _mm256_store_ps(ws[q][6], _mm256_mul_ps(a01, tz));
+      _mm256_store_ps(ws[q][7], _mm256_mul_ps(a11, tz));
     }
-    alignas(32) float xs[8], ys[8], zs[8];  // the points (the outputs may alias them)
-    _mm256_store_ps(xs, x);
-    _mm256_store_ps(ys, y);
-    _mm256_store_ps(zs, z);
-    _mm256_storeu_ps(ox + i, ra);
-    _mm256_storeu_ps(oy + i, rb);
-    _mm256_storeu_ps(oz + i, rc);
-    for (int l = 0; l < 8; ++l)
-      if (!(mask >> l & 1))
-        triLerp<bg, int>(ox[i + l], oy[i + l], oz[i + l], fx, fy, fz, xs[l], ys[l], zs[l], sx, sy, sz);
+    // phase 2: the pair gathers and blends of each group
+    for (int q = 0; q < ng; ++q) {
+      const int b = i + 8 * q;
+      const int* idx = idxs + 8 * q;
+      __m256 w[8];
+      for (int k = 0; k < 8; ++k) w[k] = _mm256_load_ps(ws[q][k]);
+      const __m256 ra = blend8(fx, idx, off, zrow, w), rb = blend8(fy, idx, off, zrow, w),
+                   rc = blend8(fz, idx, off, zrow, w);
+      const int mask = masks[q];
+      if (mask == 0xFF) {
+        _mm256_storeu_ps(ox + b, ra);
+        _mm256_storeu_ps(oy + b, rb);
+        _mm256_storeu_ps(oz + b, rc);
+        continue;
+      }
+      // (the points of this group are intact: outputs of earlier groups only
+      // were stored, and the outputs may alias the points)
+      alignas(32) float xs[8], ys[8], zs[8];
+      _mm256_store_ps(xs, _mm256_loadu_ps(px + b));
+      _mm256_store_ps(ys, _mm256_loadu_ps(py + b));
+      _mm256_store_ps(zs, _mm256_loadu_ps(pz + b));
+      _mm256_storeu_ps(ox + b, ra);
+      _mm256_storeu_ps(oy + b, rb);
+      _mm256_storeu_ps(oz + b, rc);
+      for (int l = 0; l < 8; ++l)
+        if (!(mask >> l & 1))
+          triLerp<bg, int>(ox[b + l], oy[b + l], oz[b + l], fx, fy, fz, xs[l], ys[l], zs[l], sx, sy, sz);
+    }
+    i += 8 * ng;
   }
   for (; i < n; ++i) {
     const float x = px[i], y = py[i], z = pz[i];
@@ -128,7 +177,11 @@ __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy
 template <BackgroundStrategy bg>
 void fieldLerpAvx2(const float* fx, const float* fy, const float* fz, int sx, int sy, int sz, const float* px,
                    const float* py, const float* pz, float* ox, float* oy, float* oz, int n) {
-  fieldLerp8<bg>(fx, fy, fz, sx, sy, sz, px, py, pz, ox, oy, oz, n);
+  // every lower-corner index (at most sx sy sz - 1) exact in float
+  if ((long long)sx * sy * sz <= (1LL << 24))
+    fieldLerp8<bg, true>(fx, fy, fz, sx, sy, sz, px, py, pz, ox, oy, oz, n);
+  else
+    fieldLerp8<bg, false>(fx, fy, fz, sx, sy, sz, px, py, pz, ox, oy, oz, n);
 }
 
 #define PYCA_FIELDLERP_INST(bg)                                                                          \

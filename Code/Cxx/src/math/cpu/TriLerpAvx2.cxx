@@ -7,7 +7,8 @@
 // the corner indices equals clamping the sample point to [0, s - 1]; the
 // lower corner is then min(floor(p), s - 2) and its neighbour always exists.
 // Four pair loads per sample instead of eight scalar gathers: about twice
-// the speed of the compiler-vectorised generic body. Compiled by the host
+// the speed of the compiler-vectorised generic body. Points go in blocks of
+// 64: first all corners and weights, then the gathers. Compiled by the host
 // compiler only (also in CUDA builds), chosen at run time when the CPU runs
 // AVX2; the GPU and every other case use interp.h.
 #include "TriLerpAvx2.h"
@@ -20,8 +21,16 @@
 namespace PyCA {
 namespace detail {
 
-__attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
-                                                      const float* py, const float* pz, float* out, int n) {
+namespace {
+
+/// Points per block: first the corners and weights of the block's groups of
+/// 8, then their pair gathers and blends (as in FieldLerpAvx2.cxx).
+constexpr int kLerpBlock = 64;
+
+/// kFloatIdx: the corner index computed in float (exact below 2^24 voxels).
+template <bool kFloatIdx>
+__attribute__((target("avx2"))) int triLerpClamp8(const float* img, int sx, int sy, int sz, const float* px,
+                                                  const float* py, const float* pz, float* out, int n) {
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.f);
   const __m256 mx = _mm256_set1_ps(float(sx - 1)), my = _mm256_set1_ps(float(sy - 1)),
                mz = _mm256_set1_ps(float(sz - 1));
@@ -29,37 +38,65 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
   const __m256i lx = _mm256_set1_epi32(sx - 2), ly = _mm256_set1_epi32(sy > 1 ? sy - 2 : 0),
                 lz = _mm256_set1_epi32(sz > 1 ? sz - 2 : 0);
   const __m256i vsx = _mm256_set1_epi32(sx), vsy = _mm256_set1_epi32(sy);
+  const __m256 fsx = _mm256_set1_ps(float(sx)), fsy = _mm256_set1_ps(float(sy));
   const long long dy = sy > 1 ? sx : 0, dz = sz > 1 ? (long long)sx * sy : 0;
   const long long off[4] = {0, dy, dz, dy + dz};
+  alignas(32) int idxs[kLerpBlock];
+  alignas(32) float ts[kLerpBlock / 8][3][8];
   int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    // max(NaN, 0) is 0: a NaN coordinate samples the border, as in interp.h
-    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(px + i), zero), mx);
-    const __m256 y = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(py + i), zero), my);
-    const __m256 z = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(pz + i), zero), mz);
-    const __m256i ix = _mm256_min_epi32(_mm256_cvttps_epi32(x), lx);
-    const __m256i iy = _mm256_min_epi32(_mm256_cvttps_epi32(y), ly);
-    const __m256i iz = _mm256_min_epi32(_mm256_cvttps_epi32(z), lz);
-    const __m256 tx = _mm256_sub_ps(x, _mm256_cvtepi32_ps(ix));
-    const __m256 ty = _mm256_sub_ps(y, _mm256_cvtepi32_ps(iy));
-    const __m256 tz = _mm256_sub_ps(z, _mm256_cvtepi32_ps(iz));
-    const __m256i r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
-    alignas(32) int idx[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(idx), r);
-    const __m256 ux = _mm256_sub_ps(one, tx);
-    __m256 l[4];
-    for (int k = 0; k < 4; ++k) {
-      __m256 v0, v1;  // lower and upper x corners, voxels 0..7
-      pairs8(img + off[k], idx, v0, v1);
-      // (1 - t) v0 + t v1 (here and along y, z): exact at t = 0 and t = 1,
-      // so samples on grid points (the last plane has t = 1) are exact
-      l[k] = _mm256_add_ps(_mm256_mul_ps(ux, v0), _mm256_mul_ps(tx, v1));
+  while (i + 8 <= n) {
+    const int ng = (n - i) / 8 < kLerpBlock / 8 ? (n - i) / 8 : kLerpBlock / 8;
+    for (int q = 0; q < ng; ++q) {
+      const int b = i + 8 * q;
+      // max(NaN, 0) is 0: a NaN coordinate samples the border, as in interp.h
+      const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(px + b), zero), mx);
+      const __m256 y = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(py + b), zero), my);
+      const __m256 z = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(pz + b), zero), mz);
+      const __m256i ix = _mm256_min_epi32(_mm256_cvttps_epi32(x), lx);
+      const __m256i iy = _mm256_min_epi32(_mm256_cvttps_epi32(y), ly);
+      const __m256i iz = _mm256_min_epi32(_mm256_cvttps_epi32(z), lz);
+      const __m256 fx = _mm256_cvtepi32_ps(ix), fy = _mm256_cvtepi32_ps(iy), fz = _mm256_cvtepi32_ps(iz);
+      _mm256_store_ps(ts[q][0], _mm256_sub_ps(x, fx));
+      _mm256_store_ps(ts[q][1], _mm256_sub_ps(y, fy));
+      _mm256_store_ps(ts[q][2], _mm256_sub_ps(z, fz));
+      __m256i r;
+      if constexpr (kFloatIdx)
+        r = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(fz, fsy), fy), fsx), fx));
+      else
+        r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(idxs + 8 * q), r);
     }
-    const __m256 uy = _mm256_sub_ps(one, ty), uz = _mm256_sub_ps(one, tz);
-    const __m256 e = _mm256_add_ps(_mm256_mul_ps(uy, l[0]), _mm256_mul_ps(ty, l[1]));
-    const __m256 f = _mm256_add_ps(_mm256_mul_ps(uy, l[2]), _mm256_mul_ps(ty, l[3]));
-    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(uz, e), _mm256_mul_ps(tz, f)));
+    for (int q = 0; q < ng; ++q) {
+      const int* idx = idxs + 8 * q;
+      const __m256 tx = _mm256_load_ps(ts[q][0]), ty = _mm256_load_ps(ts[q][1]), tz = _mm256_load_ps(ts[q][2]);
+      const __m256 ux = _mm256_sub_ps(one, tx);
+      __m256 l[4];
+      for (int k = 0; k < 4; ++k) {
+        __m256 v0, v1;  // lower and upper x corners, voxels 0..7
+        pairs8(img + off[k], idx, v0, v1);
+        // (1 - t) v0 + t v1 (here and along y, z): exact at t = 0 and t = 1,
+        // so samples on grid points (the last plane has t = 1) are exact
+        l[k] = _mm256_add_ps(_mm256_mul_ps(ux, v0), _mm256_mul_ps(tx, v1));
+      }
+      const __m256 uy = _mm256_sub_ps(one, ty), uz = _mm256_sub_ps(one, tz);
+      const __m256 e = _mm256_add_ps(_mm256_mul_ps(uy, l[0]), _mm256_mul_ps(ty, l[1]));
+      const __m256 f = _mm256_add_ps(_mm256_mul_ps(uy, l[2]), _mm256_mul_ps(ty, l[3]));
+      _mm256_storeu_ps(out + i + 8 * q, _mm256_add_ps(_mm256_mul_ps(uz, e), _mm256_mul_ps(tz, f)));
+    }
+    i += 8 * ng;
   }
+  return i;
+}
+
+}  // namespace
+
+__attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
+                                                      const float* py, const float* pz, float* out, int n) {
+  // every lower-corner index (below sx sy sz) exact in float
+  int i = (long long)sx * sy * sz <= (1LL << 24) ? triLerpClamp8<true>(img, sx, sy, sz, px, py, pz, out, n)
+                                                 : triLerpClamp8<false>(img, sx, sy, sz, px, py, pz, out, n);
+  const long long dy = sy > 1 ? sx : 0, dz = sz > 1 ? (long long)sx * sy : 0;
+  const long long off[4] = {0, dy, dz, dy + dz};
   // the last < 8 samples: the same arithmetic, one at a time
   for (; i < n; ++i) {
     auto clampf = [](float v, float hi) { return v >= 0.f ? (v <= hi ? v : hi) : 0.f; };
