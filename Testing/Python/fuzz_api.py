@@ -670,7 +670,7 @@ def fuzz_calls(calls, seed, batch=1000, timeout=120, start=0):
 
 def _asan_new_oom(msg):
     """True for a sanitized child stopped by ASan because operator new (not
-    PyCA's allocator, which uses aligned_alloc and reports MemoryError) could
+    PyCA's allocator, which uses posix_memalign and reports MemoryError) could
     not get the memory."""
     return bool(os.environ.get("PYCA_SANITIZED")) and "AddressSanitizer: allocator is out of memory" in msg \
         and "in operator new" in msg

@@ -3,9 +3,12 @@
 #include "MemAlloc.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include <cstdio>
 
@@ -27,6 +30,28 @@ namespace {
 constexpr size_t kHostAlign = 64;
 constexpr size_t kHugeAlign = size_t(2) << 20;
 constexpr size_t kHugeMin = size_t(4) << 20;
+
+// Page colouring. Host buffers of kColourMin bytes or more start kColourStep
+// times 1 .. kColours bytes past their alignment, in turn. Without it every
+// large buffer starts on a 2 MiB (or page) boundary, so voxel i of every
+// image and field shares the low 12 address bits: the gathers' loads then
+// wait on unrelated pending stores to outputs (4 KiB aliasing), and the same
+// voxel of all arrays falls in one L1/L2 set. The offset keeps 128-byte
+// alignment (FFTW's and the vector loads' needs are 16 and 32 bytes).
+constexpr size_t kColourMin = size_t(64) << 10;
+constexpr size_t kColourStep = 128;
+constexpr unsigned kColours = 31;  // offsets 128 .. 3968: distinct modulo 4 KiB
+
+/// The coloured buffers handed out: returned pointer -> allocated pointer.
+struct ColourTable {
+  std::mutex m;
+  std::unordered_map<void*, void*> base;
+  unsigned next = 0;
+};
+ColourTable& colourTable() {
+  static ColourTable* t = new ColourTable;  // never destroyed: frees may run at exit
+  return *t;
+}
 
 [[noreturn]] void notCompiled(const char* file, int line) {
   throw PyCAException(file, line, "CUDA support not compiled");
@@ -147,18 +172,37 @@ void* AllocateMemory(MemoryType t, size_t nBytes) {
   switch (t) {
     case MEM_HOST: {
       // Large buffers are 2 MiB aligned and marked for transparent huge pages
-      // (as NumPy does): first touch then costs one fault per 2 MiB, not per 4 KiB.
-      const size_t align = nBytes >= kHugeMin ? kHugeAlign : kHostAlign;
-      size_t rounded = (nBytes + align - 1) / align * align;
-      if (rounded < nBytes) rounded = nBytes;  // overflow: let aligned_alloc fail
-      p = std::aligned_alloc(align, rounded);
-#ifdef MADV_HUGEPAGE
-      if (p && align == kHugeAlign) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-      if (!p)
+      // (as NumPy does): first touch then costs one fault per 2 MiB, not per
+      // 4 KiB. Buffers of kColourMin bytes or more are also coloured (above).
+      const size_t align = nBytes >= kHugeMin ? kHugeAlign : (nBytes >= kColourMin ? 4096 : kHostAlign);
+      size_t colour = 0;
+      if (nBytes >= kColourMin) {
+        ColourTable& ct = colourTable();
+        std::lock_guard<std::mutex> lock(ct.m);
+        colour = kColourStep * (1 + ct.next++ % kColours);
+      }
+      const size_t total = nBytes + colour;
+      void* base = nullptr;
+      if (total < nBytes || posix_memalign(&base, align, total) != 0) base = nullptr;
+      if (!base)
         throw PyCAMemoryException(__FILE__, __LINE__,
                                   "Error, memory allocation failed: " + std::to_string(nBytes) +
                                       " bytes of host memory requested; " + hostMemoryContext());
+#ifdef MADV_HUGEPAGE
+      if (align == kHugeAlign) madvise(base, total, MADV_HUGEPAGE);
+#endif
+      if (!colour) return base;
+      p = static_cast<char*>(base) + colour;
+      try {
+        ColourTable& ct = colourTable();
+        std::lock_guard<std::mutex> lock(ct.m);
+        ct.base.emplace(p, base);
+      } catch (...) {
+        std::free(base);
+        throw PyCAMemoryException(__FILE__, __LINE__,
+                                  "Error, memory allocation failed: " + std::to_string(nBytes) +
+                                      " bytes of host memory requested; " + hostMemoryContext());
+      }
       return p;
     }
 #ifdef CUDA_ENABLED
@@ -181,7 +225,20 @@ void* AllocateMemory(MemoryType t, size_t nBytes) {
 void FreeMemory(MemoryType t, void* p) noexcept {
   if (!p) return;
   switch (t) {
-    case MEM_HOST: std::free(p); break;
+    case MEM_HOST: {
+      ColourTable& ct = colourTable();
+      {
+        std::lock_guard<std::mutex> lock(ct.m);
+        auto it = ct.base.find(p);
+        if (it != ct.base.end()) {
+          void* base = it->second;
+          ct.base.erase(it);
+          p = base;
+        }
+      }
+      std::free(p);
+      break;
+    }
 #ifdef CUDA_ENABLED
     case MEM_HOST_PINNED: cudaFreeHost(p); break;
     case MEM_DEVICE: cudaFree(p); break;
