@@ -175,19 +175,20 @@ PYCA_FORCEINLINE void accumulateBorderCorners(float* const* ch, Index off, bool 
 
 constexpr int kSplatChunk = 512;
 
-/// Per-voxel splat data of a run of source voxels (splatChunkPrep).
-template <int K>
+/// Per-voxel splat data of a run of source voxels (splatChunkPrep); slab
+/// indices of type J (the grid's Index: 32 bits below 2^31 voxels).
+template <int K, class J>
 struct SplatChunk {
   float v[K][kSplatChunk];  // the values
   float tx[kSplatChunk];    // x weight of the upper corner
   float w00[kSplatChunk], w10[kSplatChunk], w01[kSplatChunk], w11[kSplatChunk];  // (y, z) weights
-  long long j[kSplatChunk];  // slab index of the lower corner; -1: not all 8 corners inside
+  J j[kSplatChunk];  // slab index of the lower corner; -1: not all 8 corners inside
 };
 
 /// Fills the chunk for source voxels x0 .. x0 + m - 1 of row (y, z)
 /// (vectorised: contiguous loads, no stores into the slab).
 template <class Index, class Src>
-PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, int x0, int y, int z, size_t base,
+PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K, Index>& c, int x0, int y, int z, size_t base,
                                          int m, Index off, int sx, int sy, int sz) {
   // sr by value and restrict-qualified outputs, so that the compiler keeps
   // the source's pointers in registers and vectorises the loop
@@ -200,7 +201,7 @@ PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, in
   float* __restrict c10 = c.w10;
   float* __restrict c01 = c.w01;
   float* __restrict c11 = c.w11;
-  long long* __restrict cj = c.j;
+  Index* __restrict cj = c.j;
   const size_t ib = base + size_t(x0), mm = size_t(m);
 #pragma GCC ivdep
   for (size_t k = 0; k < mm; ++k) {
@@ -227,26 +228,26 @@ PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K>& c, in
     const int qx = ix < 0 ? 0 : (ix > sx - 1 ? sx - 1 : ix);
     const int qy = iy < 0 ? 0 : (iy > sy - 1 ? sy - 1 : iy);
     const int qz = iz < 0 ? 0 : (iz > sz - 1 ? sz - 1 : iz);
-    const long long j = (long long)(voxelIndex<Index>(qx, qy, qz, sx, sy) - off);
-    cj[k] = in ? j : -1LL;
+    const Index j = voxelIndex<Index>(qx, qy, qz, sx, sy) - off;
+    cj[k] = in ? j : Index(-1);
   }
 }
 
 template <class Index, class Src>
-__attribute__((noinline)) void splatChunkPrepBase(const Src sr, SplatChunk<Src::K>& c, int x0, int y, int z,
+__attribute__((noinline)) void splatChunkPrepBase(const Src sr, SplatChunk<Src::K, Index>& c, int x0, int y, int z,
                                                   size_t base, int m, Index off, int sx, int sy, int sz) {
   splatChunkPrepBody<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
 }
 #ifdef PYCA_X86_DISPATCH
 template <class Index, class Src>
-__attribute__((noinline)) PYCA_TARGET_AVX2 void splatChunkPrepAvx2(const Src sr, SplatChunk<Src::K>& c, int x0,
+__attribute__((noinline)) PYCA_TARGET_AVX2 void splatChunkPrepAvx2(const Src sr, SplatChunk<Src::K, Index>& c, int x0,
                                                                    int y, int z, size_t base, int m, Index off,
                                                                    int sx, int sy, int sz) {
   splatChunkPrepBody<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
 }
 #endif
 template <class Index, class Src>
-PYCA_FORCEINLINE void splatChunkPrep(bool avx2, const Src& sr, SplatChunk<Src::K>& c, int x0, int y, int z,
+PYCA_FORCEINLINE void splatChunkPrep(bool avx2, const Src& sr, SplatChunk<Src::K, Index>& c, int x0, int y, int z,
                                      size_t base, int m, Index off, int sx, int sy, int sz) {
 #ifdef PYCA_X86_DISPATCH
   if (avx2) {
@@ -263,7 +264,7 @@ PYCA_FORCEINLINE void splatChunkPrep(bool avx2, const Src& sr, SplatChunk<Src::K
 /// interior voxels use the precomputed corners and weights, the others
 /// accumulateBorderCorners (their point and values fetched again).
 template <class Index, bool withW, class Src>
-PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K>& c, float* const* ch, Index off,
+PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K, Index>& c, float* const* ch, Index off,
                                     int x0, int y, int z, size_t base, int m, int sx, int sy, int sz) {
   constexpr int K = Src::K;
   constexpr int nc = withW ? K + 1 : K;
@@ -423,7 +424,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     // a vectorised one over contiguous voxels computing the corners and
     // weights (splatChunkPrep), then the scalar read-modify-writes
     // (splatChunkAdd).
-    SplatChunk<K> chunk;
+    SplatChunk<K, Index> chunk;
     const bool avx2 = cpuUseAvx2();
     for (long long r = bl.rowLo; r < bl.rowHi; ++r) {
       const int y = int(r % ss.y), z = int(r / ss.y);
