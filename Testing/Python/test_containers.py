@@ -1,5 +1,6 @@
 """Image3D and Field3D (spec sections 2.4, 2.5, 5.1)."""
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -732,6 +733,8 @@ def test_large_host_buffers_start_at_distinct_page_offsets():
     gc.collect()
 
 
+@pytest.mark.skipif(bool(os.environ.get("PYCA_SANITIZED")),
+                    reason="ASan keeps freed memory in quarantine (and reports leaks and bad frees itself)")
 def test_coloured_buffers_are_freed():
     """Allocating and freeing coloured buffers does not grow the process:
     300 images of 8 MiB in turn leave the resident size within 64 MiB."""

@@ -183,11 +183,17 @@ struct SplatChunk {
   float tx[kSplatChunk];    // x weight of the upper corner
   float w00[kSplatChunk], w10[kSplatChunk], w01[kSplatChunk], w11[kSplatChunk];  // (y, z) weights
   J j[kSplatChunk];  // slab index of the lower corner; -1: not all 8 corners inside
+  /// One channel without weights (the image splat, K = 1): the shares
+  /// themselves, ab[r][2k .. 2k + 1] = ((1 - tx) s, tx s) w_r of voxel k for
+  /// the rows of corners r = (y0 z0), (y1 z0), (y0 z1), (y1 z1), so that a
+  /// read-modify-write adds a loaded pair (splatChunkPrep with kPairs).
+  float ab[K == 1 ? 4 : 1][K == 1 ? 2 * kSplatChunk : 1];
 };
 
 /// Fills the chunk for source voxels x0 .. x0 + m - 1 of row (y, z)
-/// (vectorised: contiguous loads, no stores into the slab).
-template <class Index, class Src>
+/// (vectorised: contiguous loads, no stores into the slab); with kPairs
+/// (K = 1, no weights) the shares ab and the indices j only.
+template <class Index, bool kPairs, class Src>
 PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K, Index>& c, int x0, int y, int z, size_t base,
                                          int m, Index off, int sx, int sy, int sz) {
   // sr by value and restrict-qualified outputs, so that the compiler keeps
@@ -202,25 +208,45 @@ PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K, Index>
   float* __restrict c01 = c.w01;
   float* __restrict c11 = c.w11;
   Index* __restrict cj = c.j;
+  float* __restrict ab0 = c.ab[0];
+  float* __restrict ab1 = c.ab[K == 1 ? 1 : 0];
+  float* __restrict ab2 = c.ab[K == 1 ? 2 : 0];
+  float* __restrict ab3 = c.ab[K == 1 ? 3 : 0];
   const size_t ib = base + size_t(x0), mm = size_t(m);
 #pragma GCC ivdep
   for (size_t k = 0; k < mm; ++k) {
     float px, py, pz, v[K];
     sr(x0 + int(k), y, z, ib + k, px, py, pz, v);
-    v0[k] = v[0];
-    if constexpr (K > 1) v1[k] = v[1];
-    if constexpr (K > 2) v2[k] = v[2];
+    if constexpr (!kPairs) {
+      v0[k] = v[0];
+      if constexpr (K > 1) v1[k] = v[1];
+      if constexpr (K > 2) v2[k] = v[2];
+    }
     px = interpSanitize(px);
     py = interpSanitize(py);
     pz = interpSanitize(pz);
     const int ix = floorToInt(px), iy = floorToInt(py), iz = floorToInt(pz);
     const float tx = px - float(ix), ty = py - float(iy), tz = pz - float(iz);
     const float uy = 1.f - ty, uz = 1.f - tz;
-    ctx[k] = tx;
-    c00[k] = uy * uz;
-    c10[k] = ty * uz;
-    c01[k] = uy * tz;
-    c11[k] = ty * tz;
+    if constexpr (kPairs) {
+      // the products of splatChunkAdd's general form, in its order
+      const float a = (1.f - tx) * v[0], b = tx * v[0];
+      const float w0 = uy * uz, w1 = ty * uz, w2 = uy * tz, w3 = ty * tz;
+      ab0[2 * k] = a * w0;
+      ab0[2 * k + 1] = b * w0;
+      ab1[2 * k] = a * w1;
+      ab1[2 * k + 1] = b * w1;
+      ab2[2 * k] = a * w2;
+      ab2[2 * k + 1] = b * w2;
+      ab3[2 * k] = a * w3;
+      ab3[2 * k + 1] = b * w3;
+    } else {
+      ctx[k] = tx;
+      c00[k] = uy * uz;
+      c10[k] = ty * uz;
+      c01[k] = uy * tz;
+      c11[k] = ty * tz;
+    }
     const int in =
         int(ix >= 0) & int(iy >= 0) & int(iz >= 0) & int(ix < sx - 1) & int(iy < sy - 1) & int(iz < sz - 1);
     // the index of the clamped corner (for every voxel: no branch; only the
@@ -233,37 +259,37 @@ PYCA_FORCEINLINE void splatChunkPrepBody(const Src sr, SplatChunk<Src::K, Index>
   }
 }
 
-template <class Index, class Src>
+template <class Index, bool kPairs, class Src>
 __attribute__((noinline)) void splatChunkPrepBase(const Src sr, SplatChunk<Src::K, Index>& c, int x0, int y, int z,
                                                   size_t base, int m, Index off, int sx, int sy, int sz) {
-  splatChunkPrepBody<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+  splatChunkPrepBody<Index, kPairs>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
 }
 #ifdef PYCA_X86_DISPATCH
-template <class Index, class Src>
+template <class Index, bool kPairs, class Src>
 __attribute__((noinline)) PYCA_TARGET_AVX2 void splatChunkPrepAvx2(const Src sr, SplatChunk<Src::K, Index>& c, int x0,
                                                                    int y, int z, size_t base, int m, Index off,
                                                                    int sx, int sy, int sz) {
-  splatChunkPrepBody<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+  splatChunkPrepBody<Index, kPairs>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
 }
 #endif
-template <class Index, class Src>
+template <class Index, bool kPairs, class Src>
 PYCA_FORCEINLINE void splatChunkPrep(bool avx2, const Src& sr, SplatChunk<Src::K, Index>& c, int x0, int y, int z,
                                      size_t base, int m, Index off, int sx, int sy, int sz) {
 #ifdef PYCA_X86_DISPATCH
   if (avx2) {
-    splatChunkPrepAvx2<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+    splatChunkPrepAvx2<Index, kPairs>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
     return;
   }
 #endif
   (void)avx2;
-  splatChunkPrepBase<Index>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
+  splatChunkPrepBase<Index, kPairs>(sr, c, x0, y, z, base, m, off, sx, sy, sz);
 }
 
 /// The read-modify-writes of a run: its even voxels, then its odd ones, each
 /// in order (so the sums into every slab voxel keep a fixed order); the
 /// interior voxels use the precomputed corners and weights, the others
 /// accumulateBorderCorners (their point and values fetched again).
-template <class Index, bool withW, class Src>
+template <class Index, bool withW, bool kPairs, class Src>
 PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K, Index>& c, float* const* ch, Index off,
                                     int x0, int y, int z, size_t base, int m, int sx, int sy, int sz) {
   constexpr int K = Src::K;
@@ -279,6 +305,24 @@ PYCA_FORCEINLINE void splatChunkAdd(const Src& src, const SplatChunk<Src::K, Ind
         continue;
       }
       const size_t j = size_t(c.j[k]);
+      if constexpr (kPairs) {
+        // the shares precomputed (the same products): loads, adds, stores
+        float* p = ch[0] + j;
+#ifdef PYCA_SPLAT_SSE2
+        __m128 cur[4];
+        for (int r = 0; r < 4; ++r)
+          cur[r] = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + o[2 * r])));
+        for (int r = 0; r < 4; ++r) {
+          const __m128 s = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c.ab[r] + 2 * k)));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(p + o[2 * r]), _mm_castps_si128(_mm_add_ps(cur[r], s)));
+        }
+#else
+        float cur[8];
+        for (int e = 0; e < 8; ++e) cur[e] = p[o[e]];
+        for (int e = 0; e < 8; ++e) p[o[e]] = cur[e] + c.ab[e >> 1][2 * k + (e & 1)];
+#endif
+        continue;
+      }
       const float tx = c.tx[k], ux = 1.f - tx;
       const float wyz[8] = {c.w00[k], c.w00[k], c.w10[k], c.w10[k], c.w01[k], c.w01[k], c.w11[k], c.w11[k]};
       // every corner of every channel is loaded before any is stored: the
@@ -431,11 +475,16 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
       const size_t base = size_t(r) * size_t(ss.x);
       for (int x0 = 0; x0 < ss.x; x0 += kSplatChunk) {
         const int m = ss.x - x0 < kSplatChunk ? ss.x - x0 : kSplatChunk;
-        splatChunkPrep<Index>(avx2, src, chunk, x0, y, z, base, m, off, sx, sy, sz);
-        if (withW)
-          splatChunkAdd<Index, true>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
-        else
-          splatChunkAdd<Index, false>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
+        if (withW) {
+          splatChunkPrep<Index, false>(avx2, src, chunk, x0, y, z, base, m, off, sx, sy, sz);
+          splatChunkAdd<Index, true, false>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
+        } else if constexpr (K == 1) {
+          splatChunkPrep<Index, true>(avx2, src, chunk, x0, y, z, base, m, off, sx, sy, sz);
+          splatChunkAdd<Index, false, true>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
+        } else {
+          splatChunkPrep<Index, false>(avx2, src, chunk, x0, y, z, base, m, off, sx, sy, sz);
+          splatChunkAdd<Index, false, false>(src, chunk, ch, off, x0, y, z, base, m, sx, sy, sz);
+        }
       }
     }
   }
