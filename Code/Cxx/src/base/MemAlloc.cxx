@@ -3,7 +3,6 @@
 #include "MemAlloc.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>

@@ -570,8 +570,12 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
             kernel = kernel_of(grid, mType, cfg)
             metric.prepare(I1, I0)
             nsteps = max(cfg['nsteps'], nsteps_prev)
-            sh = Shooter(grid, mType, kernel, nsteps, cfg['integrator'], cfg['sigma'],
-                         cfg['inverse_iters'], cfg['adjoint'], metric, endpoint=False)
+
+            def shooter(T):
+                """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False)."""
+                return Shooter(grid, mType, kernel, T, cfg['integrator'], cfg['sigma'],
+                               cfg['inverse_iters'], cfg['adjoint'], metric, endpoint=False)
+            sh = shooter(nsteps)
 
             def refine(sh, m):
                 """sh shot m; while its path is unstable, more time steps (up to
@@ -579,8 +583,7 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
                 while not sh.stable(max_cfl) and sh.T < max_nsteps:
                     c = sh.cfl if math.isfinite(sh.cfl) and sh.cfl > max_cfl else 2.0 * max_cfl
                     T = min(max_nsteps, max(2 * sh.T, int(math.ceil(sh.T * c / max_cfl))))
-                    sh = Shooter(grid, mType, kernel, T, cfg['integrator'], cfg['sigma'],
-                                 cfg['inverse_iters'], cfg['adjoint'], metric, endpoint=False)
+                    sh = shooter(T)
                     sh.shoot(m)
                 return sh
             deformed = ca.Image3D(grid, mType)

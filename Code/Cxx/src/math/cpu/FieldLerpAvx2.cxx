@@ -12,8 +12,8 @@
 // outside the border, NaN) are recomputed by triLerp<bg, int> itself.
 //
 // The points are taken in blocks of 64: first the corners and weights of all
-// eight groups of a block, then the groups' gathers and blends (see
-// kLerpBlock).
+// eight groups of a block, then the groups' gathers and blends (kLerpBlock,
+// PairGatherAvx2.h).
 //
 // Compiled by the host compiler only (also in CUDA builds), chosen at run
 // time when the CPU runs AVX2; the GPU and every other case use interp.h.
@@ -51,15 +51,7 @@ __attribute__((target("avx2"))) inline __m256 blend8(const float* f, const int* 
   return s;
 }
 
-/// Points per block: the corners and weights of a block's groups of 8 are
-/// computed first (phase 1, no loads that depend on them), then the groups
-/// are gathered and blended (phase 2). Split so, the out-of-order window
-/// overlaps the groups' gathers instead of waiting on each group's chain
-/// floor -> index -> pair loads.
-constexpr int kLerpBlock = 64;
-
-/// kFloatIdx: the corner index (z sy + y) sx + x computed in float, exact
-/// when every index is below 2^24 (shorter latency than two vpmulld).
+/// kFloatIdx: the corner index computed in float (cornerIndexF).
 template <BackgroundStrategy bg, bool kFloatIdx>
 __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy, const float* fz, int sx,
                                                    int sy, int sz, const float* px, const float* py,
@@ -73,9 +65,9 @@ __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy
   const __m256i lx = _mm256_set1_epi32(sx - 2), ly = _mm256_set1_epi32(sy > 1 ? sy - 2 : 0),
                 lz = _mm256_set1_epi32(sz > 1 ? sz - 2 : 0), izero = _mm256_setzero_si256();
   const __m256i vsx = _mm256_set1_epi32(sx), vsy = _mm256_set1_epi32(sy);
-  const __m256 flx = _mm256_set1_ps(float(sx - 2)), fly = _mm256_set1_ps(float(sy > 1 ? sy - 2 : 0)),
-               flz = _mm256_set1_ps(float(sz > 1 ? sz - 2 : 0)), fsx = _mm256_set1_ps(float(sx)),
-               fsy = _mm256_set1_ps(float(sy));
+  // float lower-corner limits (hx is x's), as lx, ly, lz
+  const __m256 fly = _mm256_set1_ps(float(sy > 1 ? sy - 2 : 0)), flz = _mm256_set1_ps(float(sz > 1 ? sz - 2 : 0)),
+               fsx = _mm256_set1_ps(float(sx)), fsy = _mm256_set1_ps(float(sy));
   const long long dy = sy > 1 ? sx : 0, dz = sz > 1 ? (long long)sx * sy : 0;
   const long long off[4] = {0, dy, dz, dy + dz};
   // partial strategies substitute the corners of a missing plane (ZERO and
@@ -108,15 +100,13 @@ __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy
       // max/min of a NaN lane give one of the bounds)
       __m256i r;
       if constexpr (kFloatIdx) {
-        const __m256 cx = _mm256_min_ps(_mm256_max_ps(fxf, zero), flx);
-        const __m256 cy = _mm256_min_ps(_mm256_max_ps(fyf, zero), fly);
-        const __m256 cz = _mm256_min_ps(_mm256_max_ps(fzf, zero), flz);
-        r = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(cz, fsy), cy), fsx), cx));
+        r = cornerIndexF(_mm256_min_ps(_mm256_max_ps(fxf, zero), hx), _mm256_min_ps(_mm256_max_ps(fyf, zero), fly),
+                         _mm256_min_ps(_mm256_max_ps(fzf, zero), flz), fsx, fsy);
       } else {
         const __m256i ix = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fxf), izero), lx);
         const __m256i iy = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fyf), izero), ly);
         const __m256i iz = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(fzf), izero), lz);
-        r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
+        r = cornerIndexI(ix, iy, iz, vsx, vsy);
       }
       _mm256_store_si256(reinterpret_cast<__m256i*>(idxs + 8 * q), r);
       // interp.h: t = p - floor(p), u = 1 - t, w_abc = (wx_a * wy_b) * wz_c
@@ -177,8 +167,7 @@ __attribute__((target("avx2"))) void fieldLerp8(const float* fx, const float* fy
 template <BackgroundStrategy bg>
 void fieldLerpAvx2(const float* fx, const float* fy, const float* fz, int sx, int sy, int sz, const float* px,
                    const float* py, const float* pz, float* ox, float* oy, float* oz, int n) {
-  // every lower-corner index (at most sx sy sz - 1) exact in float
-  if ((long long)sx * sy * sz <= (1LL << 24))
+  if (cornerIndexExactInFloat(sx, sy, sz))
     fieldLerp8<bg, true>(fx, fy, fz, sx, sy, sz, px, py, pz, ox, oy, oz, n);
   else
     fieldLerp8<bg, false>(fx, fy, fz, sx, sy, sz, px, py, pz, ox, oy, oz, n);

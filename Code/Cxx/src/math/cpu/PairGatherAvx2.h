@@ -10,6 +10,28 @@
 namespace PyCA {
 namespace detail {
 
+/// Points per block of both samplers: first the lower corners and weights
+/// of the block's groups of 8 (no loads that depend on them), then each
+/// group's pair gathers and blend. Split so, the out-of-order window overlaps
+/// consecutive groups' gathers instead of waiting on each group's chain
+/// floor -> index -> pair loads -> blend.
+constexpr int kLerpBlock = 64;
+
+/// True when every corner index of a sx * sy * sz grid (below sx sy sz) is
+/// exact in float, so cornerIndexF may compute it.
+inline bool cornerIndexExactInFloat(int sx, int sy, int sz) { return (long long)sx * sy * sz <= (1LL << 24); }
+
+/// (z sy + y) sx + x of 8 corners given as whole floats (exact below 2^24:
+/// shorter latency than the two vpmulld of cornerIndexI).
+__attribute__((target("avx2"))) inline __m256i cornerIndexF(__m256 x, __m256 y, __m256 z, __m256 fsx, __m256 fsy) {
+  return _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(z, fsy), y), fsx), x));
+}
+/// The same in 32-bit integers (any grid below 2^31 voxels).
+__attribute__((target("avx2"))) inline __m256i cornerIndexI(__m256i x, __m256i y, __m256i z, __m256i vsx,
+                                                             __m256i vsy) {
+  return _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(z, vsy), y), vsx), x);
+}
+
 /// The pair (p[0], p[1]) in the low half of a vector, by movq: an unaligned,
 /// may-alias 64-bit load (_mm_load_sd would dereference a misaligned double).
 __attribute__((target("avx2"))) inline __m256d loadPair(const float* p) {

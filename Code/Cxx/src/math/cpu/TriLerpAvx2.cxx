@@ -23,13 +23,9 @@ namespace detail {
 
 namespace {
 
-/// Points per block: first the corners and weights of the block's groups of
-/// 8, then their pair gathers and blends (as in FieldLerpAvx2.cxx).
-constexpr int kLerpBlock = 64;
-
-/// kFloatIdx: the corner index computed in float (exact below 2^24 voxels).
+/// kFloatIdx: the corner index computed in float (cornerIndexF).
 template <bool kFloatIdx>
-__attribute__((target("avx2"))) int triLerpClamp8(const float* img, int sx, int sy, int sz, const float* px,
+__attribute__((target("avx2"))) void triLerpClamp8(const float* img, int sx, int sy, int sz, const float* px,
                                                   const float* py, const float* pz, float* out, int n) {
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.f);
   const __m256 mx = _mm256_set1_ps(float(sx - 1)), my = _mm256_set1_ps(float(sy - 1)),
@@ -61,9 +57,9 @@ __attribute__((target("avx2"))) int triLerpClamp8(const float* img, int sx, int 
       _mm256_store_ps(ts[q][2], _mm256_sub_ps(z, fz));
       __m256i r;
       if constexpr (kFloatIdx)
-        r = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(fz, fsy), fy), fsx), fx));
+        r = cornerIndexF(fx, fy, fz, fsx, fsy);
       else
-        r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(_mm256_mullo_epi32(iz, vsy), iy), vsx), ix);
+        r = cornerIndexI(ix, iy, iz, vsx, vsy);
       _mm256_store_si256(reinterpret_cast<__m256i*>(idxs + 8 * q), r);
     }
     for (int q = 0; q < ng; ++q) {
@@ -85,18 +81,6 @@ __attribute__((target("avx2"))) int triLerpClamp8(const float* img, int sx, int 
     }
     i += 8 * ng;
   }
-  return i;
-}
-
-}  // namespace
-
-__attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
-                                                      const float* py, const float* pz, float* out, int n) {
-  // every lower-corner index (below sx sy sz) exact in float
-  int i = (long long)sx * sy * sz <= (1LL << 24) ? triLerpClamp8<true>(img, sx, sy, sz, px, py, pz, out, n)
-                                                 : triLerpClamp8<false>(img, sx, sy, sz, px, py, pz, out, n);
-  const long long dy = sy > 1 ? sx : 0, dz = sz > 1 ? (long long)sx * sy : 0;
-  const long long off[4] = {0, dy, dz, dy + dz};
   // the last < 8 samples: the same arithmetic, one at a time
   for (; i < n; ++i) {
     auto clampf = [](float v, float hi) { return v >= 0.f ? (v <= hi ? v : hi) : 0.f; };
@@ -112,6 +96,16 @@ __attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, 
     const float e = (1.f - ty) * l[0] + ty * l[1], f = (1.f - ty) * l[2] + ty * l[3];
     out[i] = (1.f - tz) * e + tz * f;
   }
+}
+
+}  // namespace
+
+__attribute__((target("avx2"))) void triLerpClampAvx2(const float* img, int sx, int sy, int sz, const float* px,
+                                                      const float* py, const float* pz, float* out, int n) {
+  if (cornerIndexExactInFloat(sx, sy, sz))
+    triLerpClamp8<true>(img, sx, sy, sz, px, py, pz, out, n);
+  else
+    triLerpClamp8<false>(img, sx, sy, sz, px, py, pz, out, n);
 }
 
 }  // namespace detail
