@@ -53,7 +53,11 @@ Rows:
     each with wall time, the error of the recovered H-field against the
     known one (mean, p95 mm), min det J and folded voxels (det J <= 0), all
     in the brain (mismatch ratio for the clean pair; antspyx optional:
-    without it the rows have no peer and say so).
+    without it the rows have no peer and say so); "busy machine: demo 4-mm
+    LDDMM", the demo's 4-mm LDDMM in a fresh process while other processes
+    keep every allowed CPU busy: the default (the adaptive team) and fixed
+    teams (PYCA_ADAPTIVE_THREADS=0) beside OMP_NUM_THREADS=1, and on the
+    idle machine the default beside fixed teams.
 
 Before a peer is timed its result is compared with ours (max |diff| over the
 range of ours; tolerance 1e-5 unless the note states another); a disagreement
@@ -63,7 +67,7 @@ set_num_threads and SimpleITK's global default thread count; SciPy is serial.
 Rows whose operator, or whose peer (torch, SimpleITK, scipy), is missing are
 skipped with a note. --only SUBSTR runs the rows whose name contains SUBSTR
 (case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage, metric, LNCC, MI,
-LDDMM, ANTs).
+LDDMM, ANTs, busy).
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
 """
@@ -1930,6 +1934,93 @@ def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
             row['pair'] = pair_label
 
 
+BUSY_LABEL = 'busy machine: demo 4-mm LDDMM'
+
+#: one registration in a fresh process (its own OpenMP runtime and
+#: environment): the demo pair at 4 mm, LDDMM with defaults; prints the wall time
+_BUSY_SCRIPT = """
+import time
+from PyCA.Apps import register
+from PyCA.Apps.demo import make_phantom_pair
+fixed, moving = make_phantom_pair(4.0)[:2]
+t0 = time.perf_counter()
+register(fixed, moving, method='lddmm', quiet=True, device='cpu')
+print('WALL', time.perf_counter() - t0)
+"""
+
+
+def bench_busy_machine(rows, nthreads, rounds=3):
+    """The demo's 4-mm LDDMM (defaults) in a fresh process, with every allowed
+    CPU kept busy by another process (python -c 'while True: pass'), at the
+    default thread count (the adaptive team) beside OMP_NUM_THREADS=1 and
+    beside fixed teams (PYCA_ADAPTIVE_THREADS=0); then on the idle machine,
+    the default beside fixed teams. Configurations interleaved, `rounds`
+    rounds, medians."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    if nthreads < 2:
+        print('(%s skipped: one thread)' % BUSY_LABEL, flush=True)
+        return
+    base = {k: v for k, v in os.environ.items() if k not in ('OMP_NUM_THREADS', 'PYCA_ADAPTIVE_THREADS')}
+    if 'OMP_NUM_THREADS' in os.environ:
+        base['OMP_NUM_THREADS'] = os.environ['OMP_NUM_THREADS']
+    configs = {'default': {}, 'one thread': {'OMP_NUM_THREADS': '1'},
+               'fixed team': {'PYCA_ADAPTIVE_THREADS': '0'}}
+
+    def once(extra):
+        out = subprocess.run([sys.executable, '-c', _BUSY_SCRIPT], env=dict(base, **extra),
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else 'failed')
+        return float([l for l in out.stdout.splitlines() if l.startswith('WALL')][-1].split()[1])
+
+    def med(ts):
+        return (float(np.median(ts)), float(np.min(ts)))
+
+    try:
+        once({})  # warm the file cache and FFTW's wisdom
+        busy = {k: [] for k in configs}
+        hogs = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(cpus)]
+        try:
+            time.sleep(0.5)
+            for _ in range(rounds):
+                for k, extra in configs.items():
+                    busy[k].append(once(extra))
+        finally:
+            for p in hogs:
+                p.kill()
+            for p in hogs:
+                p.wait()
+        idle = {'default': [], 'fixed team': []}
+        time.sleep(0.5)
+        for _ in range(rounds):
+            for k in idle:
+                idle[k].append(once(configs[k]))
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        rows.warn('%s: %s' % (BUSY_LABEL, e))
+        return
+    common = ('%d other processes keep the %d allowed CPUs busy; a fresh process per run, %d rounds '
+              'interleaved, medians; %d threads by default' % (cpus, cpus, rounds, nthreads))
+    one = med(busy['one thread'])
+    for k in ('default', 'fixed team'):
+        ours = med(busy[k])
+        rows.add('%s, every CPU busy, %s' % (BUSY_LABEL, k), '4mm', ours, one, 'OMP_NUM_THREADS=1',
+                 'runs %s s; one thread %s s' % (', '.join('%.2f' % t for t in busy[k]),
+                                                ', '.join('%.2f' % t for t in busy['one thread'])),
+                 common=common)
+    d = med(busy['default'])
+    rows.derive('busy machine: default / one thread', d[0] / one[0], 'x',
+                'busy machine: the default costs %.2fx the one-thread time (target at most 1.5x)'
+                % (d[0] / one[0]))
+    rows.add('%s, idle, default' % BUSY_LABEL, '4mm', med(idle['default']), med(idle['fixed team']),
+             'fixed team (adaptive off)',
+             'runs %s s; fixed %s s' % (', '.join('%.2f' % t for t in idle['default']),
+                                        ', '.join('%.2f' % t for t in idle['fixed team'])),
+             common='the idle machine; a fresh process per run, %d rounds interleaved, medians' % rounds)
+
+
 def bench_apps(rows, reps, only, nthreads):
     def want(name):
         return only is None or only.lower() in name.lower()
@@ -1937,6 +2028,8 @@ def bench_apps(rows, reps, only, nthreads):
         bench_lddmm_iteration(rows, reps, nthreads)
     if want(DEMO_ANTS_LABEL):
         bench_demo_vs_ants(rows, nthreads)
+    if want(BUSY_LABEL):
+        bench_busy_machine(rows, nthreads)
     if want('LDDMM GPU'):
         bench_lddmm_gpu(rows, reps)
 

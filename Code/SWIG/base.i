@@ -42,3 +42,11 @@ PYCA_KEEPALIVE(PyCA::MemoryManager::grid)
 }
 
 %include "CudaUtils.h"
+
+// The CPU back end's team size (an extension). The parser and the forcing
+// hook are for the C++ tests.
+%ignore PyCA::detail::CPUTimes;
+%ignore PyCA::detail::parseProcStat;
+%ignore PyCA::detail::freeCPUThreads;
+%ignore PyCA::detail::forceCPUThreads;
+%include "CPUThreads.h"

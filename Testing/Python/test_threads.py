@@ -92,3 +92,4 @@ def test_import_pyca_sets_the_spin_count_before_the_runtime_loads():
     assert info['spin_count'] == _threads.SPIN_COUNT and info['runtime_loaded'] is False
     spin, policy, nthreads, info = _import_env({'OMP_WAIT_POLICY': 'PASSIVE', 'OMP_NUM_THREADS': '1'})
     assert spin is None and policy == 'PASSIVE' and nthreads == '1' and info['threads'] is None
+    assert info['max_threads'] == 1 and info['threads_now'] == 1 and info['adaptive'] is True

@@ -17,6 +17,7 @@
 #include "MemPool.h"
 #include "MemoryManager.h"
 #include "CudaUtils.h"
+#include "CPUThreads.h"
 #include "Image3D.h"
 #include "Field3D.h"
 #include "ManagedImage3D.h"

@@ -429,6 +429,23 @@ D['AssertMinCUDACapabilityVersion'] = doc('Checks the compute capability of a de
                                           'current one) against major.minor.',
                                           raises='RuntimeError: the device is older, or no CUDA.')
 
+# the CPU back end's team size (CPUThreads.h; an extension)
+D['GetCPUMaxThreads'] = doc("The largest team of the CPU back end's parallel regions: OpenMP's "
+                            "omp_get_max_threads() (OMP_NUM_THREADS; PyCA's default, see "
+                            "PyCA.threading_info()).", returns='int')
+D['GetCPUThreads'] = doc("The team size of the CPU back end's next parallel region: "
+                         "GetCPUMaxThreads(), lowered while other processes keep the allowed CPUs busy.",
+                         "Measured at most every 100 ms from /proc/stat: the CPUs other processes "
+                         "used are subtracted from those of the affinity mask, rounded, at least 1. "
+                         "A thread on a core another process holds makes every barrier wait a "
+                         "scheduler slice. Results do not depend on it.", returns='int')
+D['SetCPUThreadsAdaptive'] = doc('Turns the adaptive team size (GetCPUThreads) on or off.',
+                                 'On by default, unless the environment says PYCA_ADAPTIVE_THREADS=0. '
+                                 'Off, every region uses GetCPUMaxThreads() threads.',
+                                 args={'on': 'True to adapt, False for fixed teams.'})
+D['GetCPUThreadsAdaptive'] = doc('Whether the team size adapts to the load of other processes '
+                                 '(SetCPUThreadsAdaptive).', returns='bool')
+
 # image utilities
 D['Copy'] = doc('Copies values: a_o = a_i (also masked), across memory types (host, pinned, '
                 'device) for Image3D->Image3D and Field3D->Field3D.',

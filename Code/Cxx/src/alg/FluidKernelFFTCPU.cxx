@@ -35,6 +35,7 @@
 #endif
 
 #include "AtomicFile.h"
+#include "CPUThreads.h"
 #include "FluidKernelFFTBackend.h"
 #include "Image3D.h"
 #include "MemAlloc.h"
@@ -101,11 +102,32 @@ PlanCache& cache() {
   return *c;
 }
 
+#ifdef PYCA_FFTW_SPAWN_CALLBACK
+/// FFTW's parallel loops (FFTW 3.3.9 and later) on the CPU back end's team
+/// (CPUThreads.h): the plans are made for GetCPUMaxThreads() threads and
+/// their jobs run on GetCPUThreads() of them, one after another when that is
+/// 1. The jobs are independent, so the arithmetic, and the bits, are those
+/// of the plan whatever the team.
+void fftwParallelLoop(void* (*work)(char*), char* jobdata, size_t elsize, int njobs, void*) {
+  int t = GetCPUThreads();
+  if (t > njobs) t = njobs;
+  if (t <= 1) {
+    for (int i = 0; i < njobs; ++i) work(jobdata + size_t(i) * elsize);
+    return;
+  }
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < njobs; ++i) work(jobdata + size_t(i) * elsize);
+}
+#endif
+
 /// Caller holds the mutex.
 void initOnce(PlanCache& c) {
   if (c.initialised) return;
   c.initialised = true;
   fftwf_init_threads();
+#ifdef PYCA_FFTW_SPAWN_CALLBACK
+  fftwf_threads_set_callback(&fftwParallelLoop, nullptr);
+#endif
   c.planner = plannerFromEnv();
   c.wisdom = wisdomPath();
   if (!c.wisdom.empty()) fftwf_import_wisdom_from_filename(c.wisdom.c_str());  // may not exist
@@ -136,9 +158,17 @@ void exportWisdom(const PlanCache& c) {
   }
 }
 
+/// The threads a plan is made for. With FFTW's loop callback, the team's
+/// maximum (fftwParallelLoop runs the jobs on the current team); without it
+/// (FFTW before 3.3.9), the current team, each size planned when first used.
 int planThreads(size_t nReal) {
 #ifdef _OPENMP
-  return nReal < (size_t(1) << 15) ? 1 : omp_get_max_threads();
+  if (nReal < (size_t(1) << 15)) return 1;
+#ifdef PYCA_FFTW_SPAWN_CALLBACK
+  return GetCPUMaxThreads();
+#else
+  return GetCPUThreads();
+#endif
 #else
   (void)nReal;
   return 1;

@@ -45,7 +45,7 @@ void boxPassRowsCpu(float* out, const float* in, const Vec3Di& s, int r) {
   const int nx = s.x;
   const kern::BoxLine<axis, bc> line{in, out, s.x, s.y, n, r, stride};
   const size_t work = size_t(nx) * size_t(n) * size_t(rows);
-#pragma omp parallel if (work >= detail::kOmpMinVoxels)
+#pragma omp parallel num_threads(GetCPUThreads()) if (work >= detail::kOmpMinVoxels)
   {
     std::vector<double> acc(static_cast<size_t>(nx));
 #pragma omp for schedule(static)
@@ -149,7 +149,7 @@ void boxPassXDirectCpu(float* out, const float* in, const Vec3Di& s, int r) {
   const int x1 = nx - r > x0 ? nx - r : x0;
   const bool avx2 = detail::cpuUseAvx2();
   (void)avx2;
-#pragma omp parallel if (size_t(rows) * size_t(nx) >= detail::kOmpMinVoxels)
+#pragma omp parallel num_threads(GetCPUThreads()) if (size_t(rows) * size_t(nx) >= detail::kOmpMinVoxels)
   {
     long long q0 = 0, q1 = rows;
 #ifdef _OPENMP
@@ -275,7 +275,7 @@ void miHistogram(std::vector<double>& hist, const float* f, const float* m, cons
   // CPU: fixed chunks, each its own partial histogram, summed in chunk order.
   const size_t chunks = (n + kHistChunk - 1) / kHistChunk;
   std::vector<double> part(chunks * nbins, 0.0);
-#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(dynamic, 1) if (chunks > 1)
   for (long long c = 0; c < (long long)chunks; ++c) {
     PlainAdd add{part.data() + size_t(c) * nbins};
     const size_t lo = size_t(c) * kHistChunk, hi = lo + kHistChunk < n ? lo + kHistChunk : n;

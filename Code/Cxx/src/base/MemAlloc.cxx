@@ -2,6 +2,8 @@
 // CUDA_ENABLED; they use the runtime API, so a CUDA build still runs without a GPU.
 #include "MemAlloc.h"
 
+#include "CPUThreads.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -126,7 +128,7 @@ void hostCopy(void* dst, const void* src, size_t nBytes) {
   }
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(static)
   for (long c = 0; c < nChunks; ++c) {
     size_t off = size_t(c) * kChunk;
     std::memcpy(d + off, s + off, std::min(kChunk, nBytes - off));

@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "CPUThreads.h"
 #include "conditionMacro.h"
 #include "estream.h"
 #include "mem.h"
@@ -81,7 +82,7 @@ void cpuLaunchImpl(const Op& op, const EwArgs<N>& a, std::index_sequence<I...>) 
     cpuRange(op, a.out, a.mask, 0, n, a.in[I]...);
     return;
   }
-#pragma omp parallel
+#pragma omp parallel num_threads(GetCPUThreads())
   {
     // Block boundaries on multiples of 16 floats (64-byte cache lines).
     const ThreadBlock b = threadBlock(n, 16);
@@ -107,7 +108,7 @@ void cpuForEach(const Fn& fn, size_t n) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
-#pragma omp parallel
+#pragma omp parallel num_threads(GetCPUThreads())
   {
     const ThreadBlock b = threadBlock(n, 16);
     for (size_t i = b.lo; i < b.hi; ++i) fn(i);

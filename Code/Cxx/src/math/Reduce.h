@@ -233,7 +233,7 @@ typename Comb::T cpuReduceImpl(const Map& m, const Comb& comb, const RedArgs<N>&
   T r = Comb::identity();
   int nt = 1;
 #ifdef _OPENMP
-  if (nChunks > 1) nt = omp_get_max_threads();
+  if (nChunks > 1) nt = GetCPUThreads();
 #endif
   if (nt == 1) {
     for (size_t c = 0; c < nChunks; ++c) r = comb(r, chunk(c));

@@ -387,7 +387,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
 
   int nb = 1;
 #ifdef _OPENMP
-  if (nSrc >= kOmpMinVoxels) nb = omp_get_max_threads();
+  if (nSrc >= kOmpMinVoxels) nb = GetCPUMaxThreads();  // not GetCPUThreads(): the bits depend on nb
 #endif
   if (nb > rows) nb = int(rows > 0 ? rows : 1);
   std::vector<SplatBlock> blocks(static_cast<size_t>(nb));
@@ -398,7 +398,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
 
   // Pass 1: the planes each block reaches.
   if (nb > 1) {
-#pragma omp parallel for schedule(static, 1)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(static, 1)
     for (int b = 0; b < nb; ++b) {
       // The planes floor(p) and floor(p) + 1 of every point along the
       // plane axis, clipped to the grid (a superset of those reached).
@@ -453,7 +453,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
   }
 
   // Pass 2: each block splats its rows into its slab.
-#pragma omp parallel for schedule(static, 1) if (nb > 1)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(static, 1) if (nb > 1)
   for (int b = 0; b < nb; ++b) {
     SplatBlock& bl = blocks[b];
     if (bl.empty()) continue;
@@ -500,7 +500,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     // planes no block reaches are zeroed
     const SplatBlock& b0 = blocks[0];
     if (nb == 1 && !b0.empty() && b0.pLo == 0 && b0.pHi == np - 1) return;
-#pragma omp parallel for schedule(static) if (nOut >= kOmpMinVoxels)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(static) if (nOut >= kOmpMinVoxels)
     for (int p = 0; p < np; ++p) {
       const size_t j0 = size_t(p) * pl.planeSize, n = pl.planeSize;
       bool first = b0.empty() || p < b0.pLo || p > b0.pHi;
@@ -516,7 +516,7 @@ void cpuSplat(const Src& src, const Vec3Di& ss, const SplatTarget& t, SplatMode 
     }
     return;
   }
-#pragma omp parallel for schedule(static) if (nOut >= kOmpMinVoxels)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(static) if (nOut >= kOmpMinVoxels)
   for (int p = 0; p < np; ++p) {
     constexpr size_t kRun = 512;
     const size_t j0 = size_t(p) * pl.planeSize, n = pl.planeSize;

@@ -125,7 +125,7 @@ void cpuForEachVoxel(const Fn& fn, int sx, int sy, int sz) {
       voxelRowDispatch(fn, avx2, int(r % sy), int(r / sy), size_t(r) * size_t(sx), sx);
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(GetCPUThreads()) schedule(static)
   for (long long r = 0; r < rows; ++r)
     voxelRowDispatch(fn, avx2, int(r % sy), int(r / sy), size_t(r) * size_t(sx), sx);
 }
