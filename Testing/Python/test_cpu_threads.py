@@ -82,3 +82,27 @@ def test_team_shrinks_while_every_cpu_is_busy_and_grows_back():
     ca.SetMem(im, 2.0)
     assert ca.Sum(im) == 2.0 * 64 ** 3
     assert _team_after(min(m, n), 10) == min(m, n)
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs fork')
+def test_forked_child_measures_on_its_own():
+    # the parent has measured (its samples and lock state are inherited)
+    m = ca.GetCPUMaxThreads()
+    for _ in range(3):
+        ca.GetCPUThreads()
+        time.sleep(0.11)
+    pid = os.fork()
+    if pid == 0:  # the child: measures afresh, never a team outside [1, max]
+        code = 1
+        try:
+            im = ca.Image3D(ca.GridInfo(ca.Vec3Di(64, 64, 64)), ca.MEM_HOST)
+            ok = True
+            for _ in range(4):
+                ca.SetMem(im, 1.0)
+                ok = ok and ca.Sum(im) == 64 ** 3 and 1 <= ca.GetCPUThreads() <= m
+                time.sleep(0.11)
+            code = 0 if ok else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -110,11 +109,22 @@ struct Sample {
   long long wallNs = 0;
   double ownCpu = 0;  // this process's CPU time, seconds
   detail::CPUTimes sys;
+  pid_t pid = 0;      // a forked child's first sample has no predecessor
 };
 
-std::mutex gSampleMutex;
-Sample gLast;
+// The measuring thread's process id (0: nobody measures). A try-lock that a
+// forked child does not inherit: a parent's id found there is stale.
+std::atomic<pid_t> gSampler{0};
+Sample gLast;  // guarded by gSampler
 bool gHaveLast = false;
+
+bool tryAcquireSampler(pid_t me) {
+  pid_t cur = 0;
+  if (gSampler.compare_exchange_strong(cur, me, std::memory_order_acquire)) return true;
+  // held by this process: another thread measures; held by another process:
+  // the fork of a process that was measuring, take it over
+  return cur != me && gSampler.compare_exchange_strong(cur, me, std::memory_order_acquire);
+}
 
 bool readProcStat(std::string& text) {
   const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
@@ -149,15 +159,23 @@ bool takeSample(Sample& s, int& allowed) {
   if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return false;
   s.ownCpu = double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
   s.wallNs = nowNs();
+  s.pid = getpid();
   allowed = s.sys.cpus;
   return true;
 }
 
 /// A new measurement, when the last is at least a window old and no other
 /// thread is taking one.
+void remeasureLocked();
+
 void remeasure() {
-  std::unique_lock<std::mutex> lock(gSampleMutex, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  const pid_t me = getpid();
+  if (!tryAcquireSampler(me)) return;
+  remeasureLocked();
+  gSampler.store(0, std::memory_order_release);
+}
+
+void remeasureLocked() {
   Sample s;
   int allowed = 0;
   if (!takeSample(s, allowed)) {
@@ -166,7 +184,7 @@ void remeasure() {
     gHaveLast = false;
     return;
   }
-  if (gHaveLast && gLast.sys.cpus == s.sys.cpus) {
+  if (gHaveLast && gLast.pid == s.pid && gLast.sys.cpus == s.sys.cpus) {
     const double dt = 1e-9 * double(s.wallNs - gLast.wallNs);
     const double dTotal = s.sys.total - gLast.sys.total, dBusy = s.sys.busy - gLast.sys.busy;
     const double dOwn = s.ownCpu - gLast.ownCpu;
