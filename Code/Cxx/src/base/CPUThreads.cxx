@@ -164,17 +164,7 @@ bool takeSample(Sample& s, int& allowed) {
   return true;
 }
 
-/// A new measurement, when the last is at least a window old and no other
-/// thread is taking one.
-void remeasureLocked();
-
-void remeasure() {
-  const pid_t me = getpid();
-  if (!tryAcquireSampler(me)) return;
-  remeasureLocked();
-  gSampler.store(0, std::memory_order_release);
-}
-
+/// A new measurement; the caller holds gSampler.
 void remeasureLocked() {
   Sample s;
   int allowed = 0;
@@ -203,6 +193,15 @@ void remeasureLocked() {
   gLast = s;
   gHaveLast = true;
   gNextNs.store(s.wallNs + kWindowNs, std::memory_order_relaxed);
+}
+
+/// A new measurement, when the last is at least a window old and no other
+/// thread is taking one.
+void remeasure() {
+  const pid_t me = getpid();
+  if (!tryAcquireSampler(me)) return;
+  remeasureLocked();
+  gSampler.store(0, std::memory_order_release);
 }
 
 #endif  // PYCA_HAVE_PROC_STAT
