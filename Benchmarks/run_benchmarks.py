@@ -1956,16 +1956,12 @@ def bench_busy_machine(rows, nthreads, rounds=3):
     beside fixed teams (PYCA_ADAPTIVE_THREADS=0); then on the idle machine,
     the default beside fixed teams. Configurations interleaved, `rounds`
     rounds, medians."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    from PyCA._threads import _affinity_cpus
+    cpus = _affinity_cpus()
     if nthreads < 2:
         print('(%s skipped: one thread)' % BUSY_LABEL, flush=True)
         return
-    base = {k: v for k, v in os.environ.items() if k not in ('OMP_NUM_THREADS', 'PYCA_ADAPTIVE_THREADS')}
-    if 'OMP_NUM_THREADS' in os.environ:
-        base['OMP_NUM_THREADS'] = os.environ['OMP_NUM_THREADS']
+    base = {k: v for k, v in os.environ.items() if k != 'PYCA_ADAPTIVE_THREADS'}
     configs = {'default': {}, 'one thread': {'OMP_NUM_THREADS': '1'},
                'fixed team': {'PYCA_ADAPTIVE_THREADS': '0'}}
 

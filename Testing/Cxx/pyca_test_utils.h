@@ -4,11 +4,14 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CudaUtils.h"
+#include "Field3D.h"
+#include "Image3D.h"
 #include "MemAlloc.h"
 
 inline bool contains(const std::string& s, const std::string& part) {
@@ -56,5 +59,14 @@ class Rng {
  private:
   uint32_t mState;
 };
+
+/// Bit-for-bit equality of n floats, of two images, of two fields (host memory).
+inline bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+inline bool sameBits(const PyCA::Image3D& a, const PyCA::Image3D& b) { return sameBits(a.get(), b.get(), a.nVox()); }
+inline bool sameBits(const PyCA::Field3D& a, const PyCA::Field3D& b) {
+  for (int d = 0; d < 3; ++d)
+    if (!sameBits(a.getComponent(d), b.getComponent(d), a.nVox())) return false;
+  return true;
+}
 
 #endif

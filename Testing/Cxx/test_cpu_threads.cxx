@@ -7,7 +7,6 @@
 #include "pyca_test_utils.h"
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -134,14 +133,6 @@ void smoothH(Field3D& h) {
                               z + 1.1f * std::sin(0.2f * x + 0.3f * y)));
 }
 
-bool same(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-bool same(const Image3D& a, const Image3D& b) { return same(a.get(), b.get(), a.nVox()); }
-bool same(const Field3D& a, const Field3D& b) {
-  for (int d = 0; d < 3; ++d)
-    if (!same(a.getComponent(d), b.getComponent(d), a.nVox())) return false;
-  return true;
-}
-
 /// Every kind of parallel region of the CPU back end, on a grid large
 /// enough for each to use its team (and FFTW its threaded plans).
 struct Work {
@@ -174,8 +165,8 @@ struct Work {
     mx = Opers::Max(splat);
   }
   bool operator==(const Work& o) const {
-    return same(out, o.out) && same(splat, o.splat) && same(sf, o.sf) &&
-           same(hh, o.hh) && same(grad, o.grad) && same(v, o.v) && same(lv, o.lv) && sum == o.sum &&
+    return sameBits(out, o.out) && sameBits(splat, o.splat) && sameBits(sf, o.sf) && sameBits(hh, o.hh) &&
+           sameBits(grad, o.grad) && sameBits(v, o.v) && sameBits(lv, o.lv) && sum == o.sum &&
            sum2 == o.sum2 && dot == o.dot && mx == o.mx;
   }
 };

@@ -21,7 +21,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -64,14 +63,6 @@ void smoothH(Field3D& h, float amp, float phase) {
         h.set(x, y, z,
               Vec3Df(x + amp * std::sin(0.3f * y + phase), y + amp * std::cos(0.25f * x + 0.1f * z),
                      z + amp * std::sin(0.2f * x + 0.3f * y - phase)));
-}
-
-bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-bool sameBits(const Image3D& a, const Image3D& b) { return sameBits(a.get(), b.get(), a.nVox()); }
-bool sameBits(const Field3D& a, const Field3D& b) {
-  for (int d = 0; d < 3; ++d)
-    if (!sameBits(a.getComponent(d), b.getComponent(d), a.nVox())) return false;
-  return true;
 }
 
 }  // namespace

@@ -11,13 +11,7 @@ import time
 import pytest
 
 import PyCA.Core as ca
-
-
-def _allowed():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+from PyCA._threads import _affinity_cpus as _allowed
 
 
 def _team_after(want, seconds):

@@ -129,10 +129,13 @@ bool tryAcquireSampler(pid_t me) {
 bool readProcStat(std::string& text) {
   const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  // The per-CPU lines come first; they fit in this much.
-  long conf = sysconf(_SC_NPROCESSORS_CONF);
-  if (conf < 1) conf = 1;
-  text.resize(size_t(256) * size_t(conf + 2));
+  // The per-CPU lines come first; they fit in this much (sysconf reads
+  // /sys: once per process).
+  static const size_t kBytes = [] {
+    const long conf = sysconf(_SC_NPROCESSORS_CONF);
+    return size_t(256) * size_t((conf < 1 ? 1 : conf) + 2);
+  }();
+  text.resize(kBytes);
   size_t got = 0;
   while (got < text.size()) {
     const ssize_t r = ::read(fd, &text[got], text.size() - got);
@@ -154,7 +157,8 @@ bool takeSample(Sample& s, int& allowed) {
   }
   std::string text;
   if (!readProcStat(text)) return false;
-  if (!detail::parseProcStat(text, use, sysconf(_SC_CLK_TCK), s.sys)) return false;
+  static const long kTicksPerSecond = sysconf(_SC_CLK_TCK);
+  if (!detail::parseProcStat(text, use, kTicksPerSecond, s.sys)) return false;
   timespec ts;
   if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return false;
   s.ownCpu = double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
