@@ -40,30 +40,165 @@ from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import (RegistrationResult, merge_config, compute_mem_type,
-                      ensure_thread_memory_manager, kernel_of, make_resampler,
-                      make_multiscale, Progress, check_pair, same_grid, Timer, ConfigError)
-from .greedy import per_scale, own_copy, max_voxel_disp
-from .metrics import make_metric
+from ._common import RegistrationResult, kernel_of, check_pair, same_grid, ConfigError
+from .multiscale import Method, register_levels, max_voxel_disp
+from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, positive
 
-__all__ = ['DEFAULTS', 'elastic_register']
+__all__ = ['DEFAULTS', 'SCHEMA', 'elastic_register']
+
+#: The parameters of :func:`elastic_register`: the shared fragments
+#: (PyCA.Apps.schema) with elastic's defaults.
+SCHEMA = Schema(
+    multiscale(scales=[4, 2, 1],     # down-sampling factors, coarse to fine
+               iters=[40, 30, 20]),  # iterations per scale (one int is used for every scale)
+    step_control(step=0.5,           # fraction s of the metric gradient per iteration (0 < s <= 1)
+                 max_step=0.5,       # largest displacement of one update, in voxels of the level
+                 step_check=positive,
+                 sigma=Param(0.02, positive)),   # image noise: weight 1/sigma^2 of the image term
+    kernel(alpha=1.0, beta=0.0,      # L = -alpha lap - beta grad div + gamma
+           gamma=0.01),              # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
+    device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
+    metric('lncc', lncc_radius=2, mi_bins=32),   # 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
+)
 
 #: Parameters of :func:`elastic_register` and their defaults (also the keys a
 #: config dict / YAML file may hold).
-DEFAULTS = {
-    'scales': [4, 2, 1],      # down-sampling factors, coarse to fine
-    'iters': [40, 30, 20],    # iterations per scale (one int is used for every scale)
-    'step': 0.5,              # fraction s of the metric gradient per iteration (0 < s <= 1)
-    'max_step': 0.5,          # largest displacement of one update, in voxels of the level
-    'sigma': 0.02,            # image noise: weight 1/sigma^2 of the image term
-    'alpha': 1.0,             # L = -alpha lap - beta grad div + gamma
-    'beta': 0.0,
-    'gamma': 0.01,            # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
-    'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
-    'metric': 'lncc',         # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
-    'lncc_radius': 2,         # lncc: window radius in voxels of each level
-    'mi_bins': 32,            # mi: histogram bins per image
-}
+DEFAULTS = SCHEMA.defaults()
+
+
+class Elastic(Method):
+    """Elastic registration's per-level step (module docstring) for the
+    multiscale driver.
+
+    Args:
+        cfg (dict): the merged configuration.
+        mType (MemoryType): where it computes.
+        metric (Metric): the similarity metric.
+        grid0 (GridInfo): the full-resolution grid.
+    """
+    name, label, schema = 'elastic', 'elastic', SCHEMA
+
+    def __init__(self, cfg, mType, metric, grid0):
+        super().__init__(cfg, mType, metric, grid0)
+        I, F = self.image, self.field
+        self.Idef, self.diff = I(), I()
+        self.u, self.uprev, self.gI0, self.gI, self.gU, self.Lu = F(), F(), F(), F(), F(), F()
+        self.scratch_objs = [self.Idef, self.diff, self.uprev, self.gI0, self.gI, self.gU, self.Lu]
+        self.inv_s2 = 1.0 / float(cfg['sigma']) ** 2
+
+    @staticmethod
+    def adjust(cfg, params, extra):
+        """A mask weights the legacy SSD term: the metric is 'ssd' unless this call named another
+        (ConfigError then).
+
+        Args:
+            cfg (dict): the merged configuration (changed in place).
+            params (dict): the keyword overrides of this call.
+            extra (dict of str to Image3D): the extra images (``mask``).
+
+        Returns:
+            dict: ``cfg``.
+        """
+        if extra.get('mask') is not None and cfg['metric'] != 'ssd':
+            if 'metric' in params:    # a keyword of this call (a config holds every default)
+                raise ConfigError("a mask is supported with metric 'ssd' only (got metric %r)"
+                                  % cfg['metric'])
+            cfg['metric'] = 'ssd'
+        return cfg
+
+    def start(self, level):
+        """u = 0 on the first level.
+
+        Args:
+            level (Level): the first level.
+        """
+        for o in self.scratch_objs:
+            o.setGrid(level.grid)
+        self.u.setGrid(level.grid)
+        ca.SetToZero(self.u)
+
+    def upsample(self, level, resampler):
+        """u up-sampled onto the new level (``updateVField``).
+
+        Args:
+            level (Level): the new level.
+            resampler (MultiscaleResamplerGauss): set to the new level.
+        """
+        for o in self.scratch_objs:
+            o.setGrid(level.grid)
+        resampler.updateVField(self.u)       # resizes u from the previous level
+
+    def _evaluate(self, kernel, I0, I1, M, vol):
+        """(total, image, reg) energy at u; diff = 1/2 dE/dIdef / vol (the SSD residual)."""
+        u, diff, inv_s2 = self.u, self.diff, self.inv_s2
+        ca.ApplyV(self.Idef, I1, u)
+        if self.metric.name == 'ssd':
+            ca.Sub(diff, self.Idef, I0)
+            if M is not None:
+                ca.Mul_I(diff, M)
+            ei = 0.5 * inv_s2 * ca.Sum2(diff) * vol
+        else:   # diff = 1/2 dE/dIdef / vol = -(the metric's force)
+            ei = 0.5 * inv_s2 * self.metric.evaluate(I0, self.Idef, diff)
+            ca.MulC_I(diff, -1.0)
+        kernel.applyOperator(self.Lu, u)
+        er = 0.5 * ca.Dot(self.Lu, u) * vol
+        return ei + er, ei, er
+
+    def run(self, level, history):
+        """The level's gradient steps on u (module docstring), undone and halved when the energy rises.
+
+        Args:
+            level (Level): the level (its ``extra['mask']``, if any, weights the SSD term).
+            history (History): where each iteration's energy is recorded.
+        """
+        I0, I1, M, g = level.fixed, level.moving, level.extra.get('mask'), level.grid
+        u, uprev, gI, gU = self.u, self.uprev, self.gI, self.gU
+        kernel = kernel_of(g, self.mType, self.cfg)
+        ca.Gradient(self.gI0, I1)
+        vol = g.voxelVol()
+        cap, step = float(self.cfg['max_step']), float(self.cfg['step'])
+        if self.metric.name != 'ssd':
+            self.metric.prepare(I0, I1)
+        e_prev, pending = None, False   # pending: the last update is not yet checked
+        for _ in range(level.iters):
+            e, ei, er = self._evaluate(kernel, I0, I1, M, vol)
+            if pending and e > e_prev:
+                u.swap(uprev)           # the update raised the energy: undo it
+                cap *= 0.5
+                step *= 0.5
+                e, ei, er = self._evaluate(kernel, I0, I1, M, vol)
+            pending = False
+            e_prev = e
+            history.record(e, level.factor, ei, er)
+            ca.ApplyV(gI, self.gI0, u, ca.BACKGROUND_STRATEGY_CLAMP)
+            ca.Mul_I(gI, self.diff)
+            kernel.applyInverseOperator(gU, gI)
+            ca.MulC_Add_MulC_I(gU, self.inv_s2, u, 1.0)   # G = K gI / sigma^2 + u
+            m = max_voxel_disp(gU, g)
+            if not m > 0.0:
+                continue
+            s = min(step, cap / m)
+            ca.MulC_Add_MulC(uprev, u, 1.0, gU, -s)
+            u.swap(uprev)               # u: new, uprev: old
+            pending = True
+        if pending and self._evaluate(kernel, I0, I1, M, vol)[0] > e_prev:
+            u.swap(uprev)
+
+    def result(self, fixed, moving):
+        """h = x + u/spacing and the deformed moving image.
+
+        Args:
+            fixed (Image3D): the full-resolution fixed image.
+            moving (Image3D): the full-resolution moving image.
+
+        Returns:
+            dict: ``deformed``, ``h``, ``hinv`` (None).
+        """
+        h = self.field()
+        ca.VtoH(h, self.u)
+        deformed = self.image()
+        ca.ApplyH(deformed, moving, h)
+        return dict(deformed=deformed, h=h, hinv=None)
 
 
 def elastic_register(fixed: ca.Image3D, moving: ca.Image3D,
@@ -107,120 +242,5 @@ def elastic_register(fixed: ca.Image3D, moving: ca.Image3D,
         if not same_grid(mask.grid(), fixed.grid()):
             raise ValueError("%s: mask must be on the fixed grid (got %s and %s)"
                              % (who, mask.grid(), fixed.grid()))
-    cfg = merge_config(DEFAULTS, config, params)
-    if mask is not None and cfg['metric'] != 'ssd':
-        # the masked image term is the legacy SSD one; another metric only when asked for
-        explicit = 'metric' in params     # a keyword of this call (a config holds every default)
-        if explicit:
-            raise ConfigError("a mask is supported with metric 'ssd' only (got metric %r)" % cfg['metric'])
-        cfg['metric'] = 'ssd'
-    metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
-    ssd = metric.name == 'ssd'
-    for key in ('max_step', 'sigma', 'step'):
-        if not cfg[key] > 0:
-            raise ConfigError("%s must be > 0, got %r" % (key, cfg[key]))
-    mType = compute_mem_type(cfg['device'], fixed)
-    timer = Timer()
-
-    I0orig, I1orig = own_copy(fixed, mType), own_copy(moving, mType)
-    Morig = own_copy(mask, mType) if mask is not None else None
-    origGrid = I0orig.grid().copy()
-    ensure_thread_memory_manager(origGrid, mType)
-    sm, facs = make_multiscale(origGrid, cfg['scales'])
-    iters = per_scale(cfg, 'iters', facs, cfg['scales'], DEFAULTS['iters'])
-    if any(n < 0 for n in iters):
-        raise ConfigError("iters must be >= 0, got %r" % cfg['iters'])
-    resampler = make_resampler(origGrid, mType)
-
-    def img():
-        return ca.Image3D(origGrid, mType)
-
-    def fld():
-        return ca.Field3D(origGrid, mType)
-
-    I0, I1, Idef, diff = img(), img(), img(), img()
-    M = img() if mask is not None else None
-    u, uprev, gI0, gI, gU, Lu = fld(), fld(), fld(), fld(), fld(), fld()
-    objs = [I0, I1, Idef, diff, uprev, gI0, gI, gU, Lu] + ([M] if M is not None else [])
-    inv_s2 = 1.0 / float(cfg['sigma']) ** 2
-
-    energy, e_img, e_reg, scale_of_iter = [], [], [], []
-    with Progress(sum(iters), 'elastic', quiet) as bar:
-        sm.start()
-        for lev, fac in enumerate(facs):
-            sm.set(lev)
-            resampler.setScaleLevel(sm)
-            g = sm.getCurGrid()
-            for o in objs:
-                o.setGrid(g)
-            pairs = [(I0, I0orig), (I1, I1orig)] + ([(M, Morig)] if M is not None else [])
-            for dst, src in pairs:
-                if sm.isIdentityScale():
-                    ca.Copy(dst, src)
-                else:
-                    resampler.downsampleImage(dst, src)
-            if lev == 0:
-                u.setGrid(g)
-                ca.SetToZero(u)
-            else:
-                resampler.updateVField(u)       # resizes u from the previous level
-            kernel = kernel_of(g, mType, cfg)
-            ca.Gradient(gI0, I1)
-            sp, vol = g.spacing(), g.voxelVol()
-            cap, step = float(cfg['max_step']), float(cfg['step'])
-
-            if not ssd:
-                metric.prepare(I0, I1)
-
-            def evaluate():
-                ca.ApplyV(Idef, I1, u)
-                if ssd:
-                    ca.Sub(diff, Idef, I0)
-                    if M is not None:
-                        ca.Mul_I(diff, M)
-                    ei = 0.5 * inv_s2 * ca.Sum2(diff) * vol
-                else:   # diff = 1/2 dE/dIdef / vol = -(the metric's force)
-                    ei = 0.5 * inv_s2 * metric.evaluate(I0, Idef, diff)
-                    ca.MulC_I(diff, -1.0)
-                kernel.applyOperator(Lu, u)
-                er = 0.5 * ca.Dot(Lu, u) * vol
-                return ei + er, ei, er
-
-            e_prev, pending = None, False   # pending: the last update is not yet checked
-            for _ in range(iters[lev]):
-                e, ei, er = evaluate()
-                if pending and e > e_prev:
-                    u.swap(uprev)           # the update raised the energy: undo it
-                    cap *= 0.5
-                    step *= 0.5
-                    e, ei, er = evaluate()
-                pending = False
-                e_prev = e
-                energy.append(e)
-                e_img.append(ei)
-                e_reg.append(er)
-                scale_of_iter.append(fac)
-                bar.update(e, scale=fac)
-                ca.ApplyV(gI, gI0, u, ca.BACKGROUND_STRATEGY_CLAMP)
-                ca.Mul_I(gI, diff)
-                kernel.applyInverseOperator(gU, gI)
-                ca.MulC_Add_MulC_I(gU, inv_s2, u, 1.0)   # G = K gI / sigma^2 + u
-                m = max_voxel_disp(gU, sp)
-                if not m > 0.0:
-                    continue
-                s = min(step, cap / m)
-                ca.MulC_Add_MulC(uprev, u, 1.0, gU, -s)
-                u.swap(uprev)               # u: new, uprev: old
-                pending = True
-            if pending and evaluate()[0] > e_prev:
-                u.swap(uprev)
-
-    h = ca.Field3D(origGrid, mType)
-    ca.VtoH(h, u)
-    deformed = ca.Image3D(origGrid, mType)
-    ca.ApplyH(deformed, I1orig, h)
-    return RegistrationResult(
-        method='elastic', deformed=deformed, h=h, hinv=None, energy=energy,
-        energy_terms={'image': e_img, 'reg': e_reg},
-        scale_of_iter=scale_of_iter, iterations=len(energy), seconds=timer(),
-        device='gpu' if mType == ca.MEM_DEVICE else 'cpu', config=cfg)
+    return register_levels(Elastic, elastic_register, fixed, moving, config, quiet, params,
+                           extra={'mask': mask} if mask is not None else None)

@@ -47,102 +47,186 @@ from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import (RegistrationResult, merge_config, compute_mem_type,
-                      ensure_thread_memory_manager, kernel_of, make_resampler,
-                      make_multiscale, Progress, check_pair, Timer, ConfigError, fft_size,
-                      padded_run)
-from .metrics import make_metric
+from ._common import RegistrationResult, kernel_of
+from .multiscale import Method, register_levels, max_voxel_disp, check_single_level, check_warm_field
+from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, non_negative
 
-__all__ = ['DEFAULTS', 'greedy_register']
+__all__ = ['DEFAULTS', 'SCHEMA', 'greedy_register']
+
+#: The parameters of :func:`greedy_register`: the shared fragments
+#: (PyCA.Apps.schema) with greedy's defaults.
+SCHEMA = Schema(
+    multiscale(scales=[4, 2, 1],    # down-sampling factors, coarse to fine
+               iters=[60, 40, 30]),  # iterations per scale (one int is used for every scale)
+    step_control(step=0.0,           # 0: normalised step of max_step voxels; > 0: legacy multiplier
+                 max_step=0.5),      # largest displacement of one update, in voxels of the level
+    kernel(alpha=1.0, beta=0.0,      # L = -alpha lap - beta grad div + gamma
+           gamma=0.001),             # smoothing length sqrt(alpha/gamma) = 32 physical units (mm)
+    device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
+    {'compute_inverse': Param(True),              # maintain hinv (one extra composition per iteration)
+     'inverse_iters': Param(5, non_negative)},    # final fixed-point polishing iterations of hinv
+    metric('lncc', lncc_radius=2, mi_bins=32),    # 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
+    {'fft_pad': Param(True)},   # register on a grid padded at the far end to FFT-friendly sizes
+                                # (the fluid kernel's transforms), h and hinv cropped back
+)
 
 #: Parameters of :func:`greedy_register` and their defaults (also the keys a
 #: config dict / YAML file may hold).
-DEFAULTS = {
-    'scales': [4, 2, 1],      # down-sampling factors, coarse to fine
-    'iters': [60, 40, 30],    # iterations per scale (one int is used for every scale)
-    'step': 0.0,              # 0: normalised step of max_step voxels; > 0: legacy multiplier
-    'max_step': 0.5,          # largest displacement of one update, in voxels of the level
-    'alpha': 1.0,             # L = -alpha lap - beta grad div + gamma
-    'beta': 0.0,
-    'gamma': 0.001,           # smoothing length sqrt(alpha/gamma) = 32 physical units (mm)
-    'device': 'auto',         # 'auto' (memory type of fixed), 'cpu' or 'gpu'
-    'compute_inverse': True,  # maintain hinv (one extra composition per iteration)
-    'inverse_iters': 5,       # final fixed-point polishing iterations of hinv
-    'metric': 'lncc',         # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
-    'lncc_radius': 2,         # lncc: window radius in voxels of each level
-    'mi_bins': 32,            # mi: histogram bins per image
-    'fft_pad': True,          # register on a grid padded at the far end to FFT-friendly sizes
-                              # (the fluid kernel's transforms), h and hinv cropped back
-}
+DEFAULTS = SCHEMA.defaults()
 
 
-def per_scale(cfg, key, facs, given, default=None):
-    """``cfg[key]`` as one value per level of ``facs``: one value is broadcast;
-    a list as long as the given ``scales`` is used as is (when factor 1 was
-    added to them, the last value is repeated for it); the unchanged
-    ``default`` list is fitted to the number of levels (its finest values
-    kept, the coarsest repeated).
+class Greedy(Method):
+    """Greedy fluid registration's per-level step (module docstring) for the
+    multiscale driver.
 
     Args:
         cfg (dict): the merged configuration.
-        key (str): the per-scale parameter (e.g. 'iters').
-        facs (list of int): the scale factors of the levels, coarse to fine (factor 1 included).
-        given (list of int): the ``scales`` the user gave (before factor 1 was added).
-        default (list, optional): the parameter's value in ``DEFAULTS``; default None.
-
-    Returns:
-        list: one value per level of ``facs``.
-
-    Raises:
-        ConfigError: a list whose length fits neither rule.
+        mType (MemoryType): where it computes.
+        metric (Metric): the similarity metric.
+        grid0 (GridInfo): the full-resolution grid.
+        init_h (Field3D, optional): warm start (the H-field to start from).
+        init_hinv (Field3D, optional): its inverse.
     """
-    vals = cfg[key]
-    if not isinstance(vals, (list, tuple)):
-        vals = [vals]
-    vals = list(vals)
-    n = len(facs)
-    if len(vals) == 1:
-        return vals * n
-    if default is not None and vals == list(default) and len(vals) != n:
-        return ([vals[0]] * n + vals)[-n:]
-    if len(vals) == len(given) and len(given) == n - 1 and 1 not in [int(s) for s in given]:
-        return vals + vals[-1:]
-    if len(vals) != n:
-        raise ConfigError("%s must have one value or one per scale (%d: %s), got %r"
-                          % (key, n, facs, cfg[key]))
-    return vals
+    name, label, schema, pad_fields = 'greedy', 'greedy', SCHEMA, ('hinv',)
 
+    def __init__(self, cfg, mType, metric, grid0, init_h=None, init_hinv=None):
+        super().__init__(cfg, mType, metric, grid0)
+        self.init_h, self.init_hinv = init_h, init_hinv
+        self.want_inv = bool(cfg['compute_inverse'])
+        I, F = self.image, self.field
+        self.Idef, self.diff = I(), I()
+        self.h, self.hprev, self.gI, self.gU = F(), F(), F(), F()
+        self.hinv = F() if self.want_inv else None
+        self.scratch = F() if self.want_inv else None
+        # the buffers resized at each level (updateHField resizes h and hinv itself)
+        self.scratch_objs = [self.Idef, self.diff, self.hprev, self.gI, self.gU] + \
+            ([self.scratch] if self.want_inv else [])
 
-def own_copy(im, mType):
-    """``im`` if it lives exactly in ``mType`` memory, else a copy there (pinned
-    host images are copied, so that all operands share one memory type).
+    def warm(self):
+        """bool: ``init_h`` or ``init_hinv`` was given (no padding, a single level)."""
+        return self.init_h is not None or self.init_hinv is not None
 
-    Args:
-        im (Image3D or Field3D): the object.
-        mType (MemoryType): the memory type, MEM_HOST or MEM_DEVICE.
+    def setup(self, facs):
+        """Checks a warm start: a single full-resolution level, fields of the fixed grid's size.
 
-    Returns:
-        Image3D or Field3D: ``im`` or its copy.
-    """
-    if im.memType() == mType:
-        return im
-    out = ca.Image3D(im.grid(), mType)
-    ca.Copy(out, im)
-    return out
+        Args:
+            facs (list of int): the levels' factors.
+        """
+        if self.warm():
+            check_single_level('init_h', facs, self.cfg['scales'])
+            for name, f in (('init_h', self.init_h), ('init_hinv', self.init_hinv)):
+                check_warm_field('greedy_register', name, f, self.grid0, facs, self.cfg['scales'])
 
+    def start(self, level):
+        """h (and hinv) at the identity of the first level, or the warm start.
 
-def max_voxel_disp(v, spacing):
-    """Largest component of the V-field ``v`` in voxels (the smallest spacing
-    is used for every axis: conservative for anisotropic grids).
+        Args:
+            level (Level): the first level.
+        """
+        for o in self.scratch_objs:
+            o.setGrid(level.grid)
+        h, hinv = self.h, self.hinv
+        for o in (h, hinv) if self.want_inv else (h,):
+            o.setGrid(level.grid)
+            ca.SetToIdentity(o)
+        if self.init_h is None:
+            return
+        ca.Copy(h, self.init_h)
+        if self.want_inv and self.init_hinv is not None:
+            ca.Copy(hinv, self.init_hinv)
+        elif self.want_inv:   # hinv from the identity by fixed-point iterations
+            ca.SetToIdentity(self.gI)
+            for _ in range(4 * max(1, int(self.cfg['inverse_iters']))):
+                ca.ComposeHH(self.scratch, h, hinv)
+                ca.Sub_I(hinv, self.scratch)
+                ca.Add_I(hinv, self.gI)
 
-    Args:
-        v (Field3D): a V-field (displacement, physical units).
-        spacing (Vec3Df): the grid spacing.
+    def upsample(self, level, resampler):
+        """h and hinv up-sampled onto the new level (``updateHField``).
 
-    Returns:
-        float: the largest displacement component, in voxels.
-    """
-    return ca.LInf(v) / min(spacing.x, spacing.y, spacing.z)
+        Args:
+            level (Level): the new level.
+            resampler (MultiscaleResamplerGauss): set to the new level.
+        """
+        for o in self.scratch_objs:
+            o.setGrid(level.grid)
+        resampler.updateHField(self.h)
+        if self.want_inv:
+            resampler.updateHField(self.hinv)
+
+    def _evaluate(self, I0, I1):
+        """The energy, and diff = -1/2 dE/dIdef / voxelVol (SSD: I0 - Idef)."""
+        ca.ApplyH(self.Idef, I1, self.h)
+        return self.metric.evaluate(I0, self.Idef, self.diff)
+
+    def _accept(self):
+        if self.want_inv:
+            ca.ComposeVInvH(self.scratch, self.gU, self.hinv)
+            self.hinv.swap(self.scratch)
+
+    def run(self, level, history):
+        """The level's greedy steps (module docstring), each undone and halved when the energy rises.
+
+        Args:
+            level (Level): the level.
+            history (History): where each iteration's energy is recorded.
+        """
+        I0, I1, g = level.fixed, level.moving, level.grid
+        h, hprev, gI, gU = self.h, self.hprev, self.gI, self.gU
+        kernel = kernel_of(g, self.mType, self.cfg)
+        cap, step = float(self.cfg['max_step']), float(self.cfg['step'])
+        self.metric.prepare(I0, I1)
+        e_prev, pending = None, False   # pending: gU is in h but not yet checked
+        for _ in range(level.iters):
+            e = self._evaluate(I0, I1)
+            if pending and e > e_prev:
+                h.swap(hprev)           # the update raised the energy: undo it
+                cap *= 0.5
+                step *= 0.5
+                e = self._evaluate(I0, I1)
+            elif pending:
+                self._accept()
+            pending = False
+            e_prev = e
+            history.record(e, level.factor, e, 0.0)
+            ca.Gradient(gI, self.Idef)
+            ca.Mul_I(gI, self.diff)
+            kernel.applyInverseOperator(gU, gI)
+            m = max_voxel_disp(gU, g)
+            if not m > 0.0:
+                continue                # zero gradient: nothing to do
+            ca.MulC_I(gU, cap / m if step == 0.0 else min(step, cap / m))
+            ca.ComposeHV(hprev, h, gU)
+            h.swap(hprev)               # h: new, hprev: old
+            pending = True
+        if pending:                     # check the level's last update
+            if self._evaluate(I0, I1) > e_prev:
+                h.swap(hprev)
+            else:
+                self._accept()
+
+    def result(self, fixed, moving):
+        """h, the polished hinv and the deformed moving image.
+
+        Args:
+            fixed (Image3D): the full-resolution fixed image.
+            moving (Image3D): the full-resolution moving image.
+
+        Returns:
+            dict: ``deformed``, ``h``, ``hinv``.
+        """
+        h, hinv = self.h, self.hinv
+        if self.want_inv:
+            # polish the inverse: fixed-point iterations hinv <- hinv - (h o hinv - x)
+            ident = self.gI
+            ca.SetToIdentity(ident)
+            for _ in range(int(self.cfg['inverse_iters'])):
+                ca.ComposeHH(self.scratch, h, hinv)
+                ca.Sub_I(hinv, self.scratch)
+                ca.Add_I(hinv, ident)
+        deformed = self.image()
+        ca.ApplyH(deformed, moving, h)
+        return dict(deformed=deformed, h=h, hinv=hinv)
 
 
 def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
@@ -192,146 +276,5 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
             default None.
         **params: keyword overrides of any ``DEFAULTS`` key (applied after ``config``).
     """
-    who = 'greedy_register'
-    check_pair(fixed, moving, who)
-    cfg = merge_config(DEFAULTS, config, params)
-    if cfg['max_step'] <= 0:
-        raise ConfigError("max_step must be > 0, got %r" % cfg['max_step'])
-    if cfg['step'] < 0:
-        raise ConfigError("step must be >= 0 (0 = normalised step), got %r" % cfg['step'])
-    mType = compute_mem_type(cfg['device'], fixed)
-    metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
-    timer = Timer()
-    if cfg['fft_pad'] and init_h is None and init_hinv is None:
-        size0 = [int(v) for v in fixed.grid().size()]
-        _, facs0 = make_multiscale(fixed.grid(), cfg['scales'])
-        psize = [fft_size(n, facs0) for n in size0]
-        if psize != size0:
-            return padded_run(greedy_register, fixed, moving, cfg, quiet, mType, psize, ('hinv',))
-
-    I0orig, I1orig = own_copy(fixed, mType), own_copy(moving, mType)
-    origGrid = I0orig.grid().copy()
-    ensure_thread_memory_manager(origGrid, mType)
-    sm, facs = make_multiscale(origGrid, cfg['scales'])
-    iters = per_scale(cfg, 'iters', facs, cfg['scales'], DEFAULTS['iters'])
-    if any(n < 0 for n in iters):
-        raise ConfigError("iters must be >= 0, got %r" % cfg['iters'])
-    if init_h is not None or init_hinv is not None:
-        if facs != [1]:
-            raise ConfigError("init_h (a warm start) needs a single full-resolution level "
-                              "(scales=[1]), got scales %r" % (cfg['scales'],))
-        for name, f in (('init_h', init_h), ('init_hinv', init_hinv)):
-            if f is not None and (not isinstance(f, ca.Field3D) or tuple(f.size()) != tuple(origGrid.size())):
-                raise ValueError("%s: %s must be a Field3D of the fixed image's size %s"
-                                 % (who, name, tuple(origGrid.size())))
-    resampler = make_resampler(origGrid, mType)
-
-    def img():
-        return ca.Image3D(origGrid, mType)
-
-    def fld():
-        return ca.Field3D(origGrid, mType)
-
-    want_inv = bool(cfg['compute_inverse'])
-    I0, I1, Idef, diff = img(), img(), img(), img()
-    h, hprev, gI, gU = fld(), fld(), fld(), fld()
-    hinv = fld() if want_inv else None
-    scratch = fld() if want_inv else None
-    objs = [I0, I1, Idef, diff, h, hprev, gI, gU] + ([hinv, scratch] if want_inv else [])
-
-    energy, scale_of_iter = [], []
-    with Progress(sum(iters), 'greedy', quiet) as bar:
-        sm.start()
-        for lev, fac in enumerate(facs):
-            sm.set(lev)
-            resampler.setScaleLevel(sm)
-            g = sm.getCurGrid()
-            for o in objs:
-                if o is not h and o is not hinv:   # updateHField resizes those itself
-                    o.setGrid(g)
-            if sm.isIdentityScale():
-                ca.Copy(I0, I0orig)
-                ca.Copy(I1, I1orig)
-            else:
-                resampler.downsampleImage(I0, I0orig)
-                resampler.downsampleImage(I1, I1orig)
-            if lev == 0:
-                for o in (h, hinv) if want_inv else (h,):
-                    o.setGrid(g)
-                    ca.SetToIdentity(o)
-                if init_h is not None:
-                    ca.Copy(h, init_h)
-                    if want_inv and init_hinv is not None:
-                        ca.Copy(hinv, init_hinv)
-                    elif want_inv:   # hinv from the identity by fixed-point iterations
-                        ca.SetToIdentity(gI)
-                        for _ in range(4 * max(1, int(cfg['inverse_iters']))):
-                            ca.ComposeHH(scratch, h, hinv)
-                            ca.Sub_I(hinv, scratch)
-                            ca.Add_I(hinv, gI)
-            else:
-                resampler.updateHField(h)
-                if want_inv:
-                    resampler.updateHField(hinv)
-            kernel = kernel_of(g, mType, cfg)
-            sp = g.spacing()
-            cap, step = float(cfg['max_step']), float(cfg['step'])
-            metric.prepare(I0, I1)
-
-            def evaluate():
-                # the energy, and diff = -1/2 dE/dIdef / voxelVol (SSD: I0 - Idef)
-                ca.ApplyH(Idef, I1, h)
-                return metric.evaluate(I0, Idef, diff)
-
-            def accept():
-                if want_inv:
-                    ca.ComposeVInvH(scratch, gU, hinv)
-                    hinv.swap(scratch)
-
-            e_prev, pending = None, False   # pending: gU is in h but not yet checked
-            for _ in range(iters[lev]):
-                e = evaluate()
-                if pending and e > e_prev:
-                    h.swap(hprev)           # the update raised the energy: undo it
-                    cap *= 0.5
-                    step *= 0.5
-                    e = evaluate()
-                elif pending:
-                    accept()
-                pending = False
-                e_prev = e
-                energy.append(e)
-                scale_of_iter.append(fac)
-                bar.update(e, scale=fac)
-                ca.Gradient(gI, Idef)
-                ca.Mul_I(gI, diff)
-                kernel.applyInverseOperator(gU, gI)
-                m = max_voxel_disp(gU, sp)
-                if not m > 0.0:
-                    continue                # zero gradient: nothing to do
-                ca.MulC_I(gU, cap / m if step == 0.0 else min(step, cap / m))
-                ca.ComposeHV(hprev, h, gU)
-                h.swap(hprev)               # h: new, hprev: old
-                pending = True
-            if pending:                     # check the level's last update
-                if evaluate() > e_prev:
-                    h.swap(hprev)
-                else:
-                    accept()
-
-    if want_inv:
-        # polish the inverse: fixed-point iterations hinv <- hinv - (h o hinv - x)
-        ident = gI
-        ca.SetToIdentity(ident)
-        for _ in range(int(cfg['inverse_iters'])):
-            ca.ComposeHH(scratch, h, hinv)
-            ca.Sub_I(hinv, scratch)
-            ca.Add_I(hinv, ident)
-    deformed = ca.Image3D(origGrid, mType)
-    ca.ApplyH(deformed, I1orig, h)
-    return RegistrationResult(
-        method='greedy', deformed=deformed, h=h, hinv=hinv, energy=energy,
-        energy_terms={'image': list(energy), 'reg': [0.0] * len(energy)},
-        scale_of_iter=scale_of_iter, iterations=len(energy), seconds=timer(),
-        device='gpu' if mType == ca.MEM_DEVICE else 'cpu', config=cfg)
-
+    return register_levels(Greedy, greedy_register, fixed, moving, config, quiet, params,
+                           init_h=init_h, init_hinv=init_hinv)

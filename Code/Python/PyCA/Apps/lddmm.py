@@ -69,60 +69,65 @@ import warnings
 
 import PyCA.Core as ca
 
-from ._common import (RegistrationResult, Progress, Timer, check_pair, compute_mem_type,
-                      ensure_thread_memory_manager, kernel_of, make_multiscale,
-                      make_resampler, merge_config, on_mem, ConfigError, fft_size, padded_run)
-from .metrics import SSD, make_metric
+from ._common import ConfigError, kernel_of
+from .metrics import SSD
+from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
+from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
+                     non_negative, at_least, one_of)
 
-__all__ = ['DEFAULTS', 'lddmm_register', 'Shooter']
+__all__ = ['DEFAULTS', 'SCHEMA', 'lddmm_register', 'Shooter', 'Descent']
+
+#: The parameters of :func:`lddmm_register`: the shared fragments
+#: (PyCA.Apps.schema) with LDDMM's defaults.
+SCHEMA = Schema(
+    multiscale(scales=[4, 2, 1],      # down-sampling factors, coarse to fine
+               iters=[40, 40, 15]),   # most gradient-descent iterations per scale (one value: every scale)
+    {'nsteps': Param(2, at_least(1)),  # least time steps of the geodesic shooting (more where max_cfl or
+                                       #   a fold needs them; the atlas builder's subjects take 4)
+     'integrator': Param('euler', one_of('euler', 'rk4')),
+     'adjoint': Param('euler', one_of('heun', 'euler')),  # backward integration of the adjoint: 'euler'
+                                       #   (trapezoid force) or 'heun' (2nd order, one more K per step)
+     'sigma': Param(0.001, positive)},  # image-match weight 1/(2 sigma^2) (intensities in [0, 1])
+    kernel(alpha=200.0, beta=0.0, gamma=1.0,  # L = (-alpha lap - beta grad div + gamma)^lpow (physical
+                                       #   units: mm^2); sqrt(alpha/gamma) = 14 mm is the length of
+                                       #   K's exponential decay
+           lpow=Param(2, non_negative),  # the power of L: with 2, |Dv| of v = K m0 is bounded
+                                       #   independently of the grid (with 1, K's kernel ~ 1/r, it grows
+                                       #   with the resolution and large deformations fold); module notes
+           kernel_tol=Param(1e-4)),    # K drops the frequencies where its multiplier is below this
+                                       #   fraction of its largest (||K - K_tol|| <= tol ||K||), and the
+                                       #   CPU skips their FFTs (FluidKernelFFT.setSpectralTolerance;
+                                       #   2 mm grid: 1.5x faster K); 0: the exact K
+    step_control(
+        step=0.0,                      # initial gradient-descent step on the momentum; 0 = automatic:
+                                       #   the first step of each scale moves by at most init_disp voxels
+        init_disp=Param(0.5, positive),   # (voxels) the automatic first step's largest velocity change
+        min_step=Param(1e-3, non_negative),  # stop a scale when the step has been halved below this
+                                       #   fraction of its first value
+        tol=Param(1e-3, non_negative),  # ... or when its last 3 iterations lowered the energy by less
+                                       #   than this fraction of the scale's gain so far (0: never)
+        step_growth=Param(1.2, positive),  # the step grows by this factor after each accepted iteration
+        max_step=1.0,                  # ... up to this
+        momentum=Param(0.65, non_negative)),  # heavy-ball momentum of the descent (0: plain descent)
+    {'inverse_iters': Param(1, at_least(1)),  # fixed-point iterations of the inverse per time step: 1
+                                       #   is phi^-1 o (Id - dt v) (ComposeHVInv, one gather), more run
+                                       #   UpdateInverse (no more accurate on the demo pairs, slower)
+     'max_cfl': Param(0.5, positive),  # stability bound of the shooting: dt * max_x |Dv_t(x)|
+                                       #   (Frobenius) at every step; nsteps is raised (up to
+                                       #   max_nsteps) to keep it
+     'max_nsteps': Param(64, at_least(1))},  # the most time steps the adaptive shooting may take
+    device(),                          # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
+    {'smooth_scales': Param(True)},    # Gaussian pre-smoothing when down-sampling
+    metric('lncc', lncc_radius=2, mi_bins=32),  # 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
+                                       #   every metric's energy is in SSD units, so sigma keeps its meaning
+    {'fft_pad': Param(True)},          # register on a grid padded at the far end (edge replicated) to
+                                       #   sizes whose FFT is fast at every scale (fft_size: 99x117x95 ->
+                                       #   100x120x96, 3.5x faster transforms), results cropped back;
+                                       #   not with init_momentum
+)
 
 #: Every parameter of lddmm_register (override with config= or keywords).
-DEFAULTS = {
-    'scales': [4, 2, 1],        # down-sampling factors, coarse to fine
-    'iters': [40, 40, 15],      # most gradient-descent iterations per scale (one value: every scale)
-    'nsteps': 2,                # least time steps of the geodesic shooting (more where max_cfl or a
-                                #   fold needs them; the atlas builder's subjects take 4)
-    'integrator': 'euler',      # 'euler' or 'rk4'
-    'adjoint': 'euler',         # backward integration of the adjoint: 'euler' (trapezoid force)
-                                # or 'heun' (2nd order, one more kernel solve per step)
-    'sigma': 0.001,             # image-match weight 1/(2 sigma^2) (intensities normalised to [0, 1])
-    'alpha': 200.0,             # L = (-alpha lap - beta grad div + gamma)^lpow (physical units:
-    'beta': 0.0,                #   mm^2); sqrt(alpha/gamma) = 14 mm is the length of K's
-    'gamma': 1.0,               #   exponential decay
-    'lpow': 2,                  # the power of L: with 2, |Dv| of v = K m0 is bounded independently
-                                #   of the grid (with 1, K's kernel ~ 1/r, it grows with the
-                                #   resolution and large deformations fold); module notes
-    'kernel_tol': 1e-4,         # K drops the frequencies where its multiplier is below this
-                                #   fraction of its largest (||K - K_tol|| <= tol ||K||), and the
-                                #   CPU skips their FFTs (FluidKernelFFT.setSpectralTolerance;
-                                #   2 mm grid: 1.5x faster K); 0: the exact K
-    'step': 0.0,                # initial gradient-descent step on the momentum; 0 = automatic:
-                                #   the first step of each scale moves by at most init_disp voxels
-    'init_disp': 0.5,           # (voxels) the automatic first step's largest velocity change
-    'min_step': 1e-3,           # stop a scale when the step has been halved below this
-                                #   fraction of its first value
-    'tol': 1e-3,                # ... or when its last 3 iterations lowered the energy by less
-                                #   than this fraction of the scale's gain so far (0: never)
-    'step_growth': 1.2,         # the step grows by this factor after each accepted iteration
-    'max_step': 1.0,            # ... up to this
-    'momentum': 0.65,           # heavy-ball momentum of the descent (0: plain gradient descent)
-    'inverse_iters': 1,         # fixed-point iterations of the inverse per time step: 1 is
-                                #   phi^-1 o (Id - dt v) (ComposeHVInv, one gather), more run
-                                #   UpdateInverse (no more accurate on the demo pairs, slower)
-    'max_cfl': 0.5,             # stability bound of the shooting: dt * max_x |Dv_t(x)| (Frobenius)
-                                #   at every step; nsteps is raised (up to max_nsteps) to keep it
-    'max_nsteps': 64,           # the most time steps the adaptive shooting may take
-    'device': 'auto',           # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
-    'smooth_scales': True,      # Gaussian pre-smoothing when down-sampling (MultiscaleResamplerGauss)
-    'metric': 'lncc',           # similarity metric: 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
-                                #   every metric's energy is in SSD units, so sigma keeps its meaning
-    'lncc_radius': 2,           # lncc: window radius in voxels of each scale
-    'mi_bins': 32,              # mi: histogram bins per image
-    'fft_pad': True,            # register on a grid padded at the far end (edge replicated) to
-                                #   sizes whose FFT is fast at every scale (fft_size: 99x117x95 ->
-                                #   100x120x96, 3.5x faster transforms), results cropped back;
-                                #   not with init_momentum
-}
+DEFAULTS = SCHEMA.defaults()
 
 
 def _vec(v):
@@ -141,14 +146,18 @@ class Shooter:
         mType (MemoryType): MEM_HOST or MEM_DEVICE.
         kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): K = L^-1 on ``grid``
             (``make_fluid_kernel``).
-        nsteps (int): time steps T of the shooting (dt = 1/T); default 10.
-        integrator (str): 'euler' (default) or 'rk4' for the forward flow.
-        sigma (float): image-match weight 1/(2 sigma^2); default 0.1.
-        inverse_iters (int): fixed-point iterations of the inverse per time step; default 3.
-            With the Euler integrator, 1 is the first iterate itself,
-            ginv_n o (Id - dt v_n) (ComposeHVInv: one gather); more run
+        nsteps (int, optional): time steps T of the shooting (dt = 1/T); default None =
+            ``DEFAULTS['nsteps']`` (2).
+        integrator (str, optional): 'euler' or 'rk4' for the forward flow; default None =
+            ``DEFAULTS['integrator']`` ('euler').
+        sigma (float, optional): image-match weight 1/(2 sigma^2); default None =
+            ``DEFAULTS['sigma']`` (0.001).
+        inverse_iters (int, optional): fixed-point iterations of the inverse per time step;
+            default None = ``DEFAULTS['inverse_iters']`` (1). With the Euler integrator, 1 is the
+            first iterate itself, ginv_n o (Id - dt v_n) (ComposeHVInv: one gather); more run
             UpdateInverse (two gathers per iteration).
-        adjoint (str): backward integration of the adjoint: 'heun' (default, 2nd order) or 'euler'.
+        adjoint (str, optional): backward integration of the adjoint: 'heun' (2nd order) or
+            'euler'; default None = ``DEFAULTS['adjoint']`` ('euler').
         metric (Metric, optional): the similarity metric (PyCA.Apps.metrics); default None = SSD.
         endpoint (bool): also compute m_T and v_T (default True). The steps
             use v_0 .. v_{T-1} and the adjoint m_1 .. m_{T-1} only, so the
@@ -159,15 +168,16 @@ class Shooter:
         ConfigError: an unknown ``integrator`` or ``adjoint``.
     """
 
-    def __init__(self, grid, mType, kernel, nsteps=10, integrator='euler', sigma=0.1,
-                 inverse_iters=3, adjoint='heun', metric=None, endpoint=True):
-        if adjoint not in ('heun', 'euler'):
-            raise ConfigError("adjoint must be 'heun' or 'euler', got %r" % adjoint)
+    def __init__(self, grid, mType, kernel, nsteps=None, integrator=None, sigma=None,
+                 inverse_iters=None, adjoint=None, metric=None, endpoint=True):
+        d = DEFAULTS
+        nsteps = d['nsteps'] if nsteps is None else nsteps
+        integrator = d['integrator'] if integrator is None else integrator
+        sigma = d['sigma'] if sigma is None else sigma
+        inverse_iters = d['inverse_iters'] if inverse_iters is None else inverse_iters
+        adjoint = d['adjoint'] if adjoint is None else adjoint
+        SCHEMA.check({'nsteps': nsteps, 'integrator': integrator, 'adjoint': adjoint})
         self.adjoint = adjoint
-        if integrator not in ('euler', 'rk4'):
-            raise ConfigError("integrator must be 'euler' or 'rk4', got %r" % integrator)
-        if nsteps < 1:
-            raise ConfigError("nsteps must be >= 1, got %r" % nsteps)
         self.grid, self.mType, self.K = grid, mType, kernel
         self.metric = metric if metric is not None else SSD()   # prepared by the caller
         self._force_of = None
@@ -177,8 +187,7 @@ class Shooter:
         sp = grid.spacing()
         self.sp = (float(sp[0]), float(sp[1]), float(sp[2]))
         # isotropic over the axes that exist (a 2-D grid's z spacing is irrelevant)
-        size = grid.size()
-        used = [self.sp[d] for d in range(3) if size[d] > 1] or [self.sp[0]]
+        used = used_spacings(grid)
         self.iso = max(used) - min(used) <= 1e-6 * max(used)
         self.s_iso = used[0]
         self.S = _vec(self.sp)
@@ -204,6 +213,28 @@ class Shooter:
             self.hb_a, self.hb_p = F(), F()
         if integrator == 'rk4':
             self.rk_kk, self.rk_raw, self.rk_g = F(), F(), F()
+
+    @classmethod
+    def from_config(cls, grid, mType, kernel, cfg, metric=None, nsteps=None, endpoint=True):
+        """A Shooter with the time steps, integrator, sigma, inverse iterations
+        and adjoint of an LDDMM configuration (``DEFAULTS`` keys; missing keys
+        take the defaults).
+
+        Args:
+            grid (GridInfo): the grid of the scale.
+            mType (MemoryType): MEM_HOST or MEM_DEVICE.
+            kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): K on ``grid`` (``kernel_of(grid, mType, cfg)``).
+            cfg (dict): the configuration (``lddmm_register``'s merged parameters).
+            metric (Metric, optional): the similarity metric; default None = SSD.
+            nsteps (int, optional): time steps instead of ``cfg['nsteps']``; default None.
+            endpoint (bool): also compute m_T and v_T; default True.
+
+        Returns:
+            Shooter.
+        """
+        c = dict(DEFAULTS, **{k: v for k, v in cfg.items() if k in DEFAULTS})
+        return cls(grid, mType, kernel, c['nsteps'] if nsteps is None else nsteps, c['integrator'],
+                   c['sigma'], c['inverse_iters'], c['adjoint'], metric, endpoint=endpoint)
 
     # ---- unit conversions of the voxel-unit operators --------------------
     def _converted(self, op, out, a, sa, b, sb, sout):
@@ -473,6 +504,308 @@ class Shooter:
         return mhat
 
 
+class Descent:
+    """The gradient descent on the initial momentum at one scale: a
+    preconditioned gradient step ``m0 <- m0 - step (m0 - L m_hat(0))`` with
+    heavy-ball momentum and step control, the state that
+    :meth:`LDDMM.run` drives.
+
+    One trial momentum ``m0`` at a time is shot and judged
+    (:meth:`judge`): a trial that lowers the energy is accepted (and the step
+    grows by ``step_growth`` up to ``max_step``); one that raises it is
+    retried from the accepted momentum ``prev_m0`` -- along the plain
+    preconditioned gradient with half the step when the direction held a
+    heavy-ball term (which need not descend), else with half the step, until
+    the step falls below ``min_step`` of the scale's first one, when the scale
+    stops at the best momentum. The directions live in two buffers that swap
+    (the last direction is the heavy-ball term), as do ``m0`` and ``prev_m0``:
+    no copies per iteration.
+
+    Args:
+        m0 (Field3D): the scale's starting momentum (the trial; swapped, not copied).
+        grid (GridInfo): the scale's grid.
+        mType (MemoryType): where it computes.
+        cfg (dict): the LDDMM configuration (``step``, ``init_disp``, ``min_step``,
+            ``step_growth``, ``max_step``, ``momentum``).
+    """
+    ACCEPT, RETRY, STOP = 'accept', 'retry', 'stop'
+
+    def __init__(self, m0, grid, mType, cfg):
+        self.cfg = cfg
+        self.m0 = m0
+        self.grad = ca.Field3D(grid, mType)
+        self.prev_m0 = ca.Field3D(grid, mType)
+        self.prev_dir = ca.Field3D(grid, mType)
+        self.beta = cfg['momentum']
+        self.spare_dir = ca.Field3D(grid, mType) if self.beta > 0 else None
+        self.mom = None
+        self.have_mom = False
+        self.mom_dir = False               # prev_dir holds a momentum term
+        self.step = cfg['step']
+        self.step_dir = self.step          # the step first taken along prev_dir
+        self.first_step = self.step if self.step > 0 else None
+        self.best = None                   # the energy of the accepted momentum
+
+    def _trial(self):
+        ca.Add_MulC(self.m0, self.prev_m0, self.prev_dir, -self.step)
+
+    def judge(self, e):
+        """What to do after a trial of energy ``e`` (inf for an unusable shot).
+
+        Args:
+            e (float): the trial's energy.
+
+        Returns:
+            str: ``ACCEPT`` (the trial is the new accepted momentum), ``RETRY`` (a
+            new trial is in ``m0``) or ``STOP`` (``m0`` is the best momentum again;
+            the scale is done).
+        """
+        if self.best is not None and e > self.best:
+            if self.mom_dir:
+                # the heavy-ball direction overshot: restart the momentum, along
+                # the plain preconditioned gradient with half the step
+                self.mom_dir = self.have_mom = False
+                ca.Sub(self.prev_dir, self.prev_m0, self.grad)
+                self.step = 0.5 * self.step_dir
+                self._trial()
+                return self.RETRY
+            if self.step > self.cfg['min_step'] * self.first_step:
+                # the step overshot: go back and take half of it
+                self.step *= 0.5
+                self.have_mom = False
+                self._trial()
+                return self.RETRY
+            # no step along this direction lowers the energy any more
+            self.m0, self.prev_m0 = self.prev_m0, self.m0
+            return self.STOP
+        if self.best is not None:
+            self.step = min(self.step * self.cfg['step_growth'], self.cfg['max_step'])
+        self.best = e
+        return self.ACCEPT
+
+    def advance(self, sh, I0, deformed, I1, kernel, grid):
+        """The next trial from the accepted ``m0``: its preconditioned gradient
+        (``sh`` shot it and evaluated its energy), the heavy-ball term, the
+        automatic first step, and ``m0 = prev_m0 - step * direction``.
+
+        Args:
+            sh (Shooter): the shooter that shot the accepted momentum.
+            I0 (Image3D): the moving image of the scale.
+            deformed (Image3D): I0 deformed by the accepted momentum (``sh.energy``'s).
+            I1 (Image3D): the fixed image of the scale.
+            kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
+            grid (GridInfo): the scale's grid.
+        """
+        sh.gradient(I0, deformed, I1, self.grad)                # L m_hat(0)
+        if self.spare_dir is not None:
+            self.prev_dir, self.spare_dir = self.spare_dir, self.prev_dir   # the last direction: mom
+            self.mom = self.spare_dir
+        ca.Sub(self.prev_dir, self.m0, self.grad)               # descent direction m0 - L m_hat
+        self.m0, self.prev_m0 = self.prev_m0, self.m0           # prev_m0: the accepted momentum
+        self.mom_dir = False
+        if self.mom is not None:
+            if self.have_mom:
+                ca.Add_MulC_I(self.prev_dir, self.mom, self.beta)
+                self.mom_dir = True
+            self.have_mom = True
+        if self.step <= 0:
+            # automatic first step: K(direction) moves by init_disp voxels at most
+            kernel.applyInverseOperator(self.grad, self.prev_dir)
+            vmax = ca.LInf(self.grad) / min_spacing(grid)
+            step = self.cfg['init_disp'] / vmax if vmax > 0 else self.cfg['max_step']
+            self.step = self.first_step = min(step, self.cfg['max_step'])
+        self.step_dir = self.step
+        self._trial()
+
+
+def converged(energies, tol):
+    """The scale's last 3 iterations gained less than ``tol`` of what the
+    scale has gained so far (offset-free: MI's energy is negative and large).
+
+    Args:
+        energies (list of float): the scale's accepted energies, in order.
+        tol (float): the fraction (0: never converged).
+
+    Returns:
+        bool.
+    """
+    return (tol > 0 and len(energies) > 3
+            and energies[-4] - energies[-1] < tol * (energies[0] - energies[-1]))
+
+
+class LDDMM(Method):
+    """LDDMM's per-level step (module docstring) for the multiscale driver:
+    a :class:`Descent` on the initial momentum, each trial shot by a
+    :class:`Shooter` whose time steps are refined until the path is stable.
+
+    Args:
+        cfg (dict): the merged configuration.
+        mType (MemoryType): where it computes.
+        metric (Metric): the similarity metric.
+        grid0 (GridInfo): the full-resolution grid.
+        init_momentum (Field3D, optional): warm start (the m0 to start from).
+    """
+    name, label, schema, pad_fields = 'lddmm', 'LDDMM', SCHEMA, ('hinv', 'momentum', 'velocity')
+
+    def __init__(self, cfg, mType, metric, grid0, init_momentum=None):
+        super().__init__(cfg, mType, metric, grid0)
+        self.gauss = cfg['smooth_scales']
+        self.init_momentum = init_momentum
+        self.max_cfl = float(cfg['max_cfl'])
+        self.max_nsteps = max(int(cfg['max_nsteps']), int(cfg['nsteps']))
+        self.nsteps_used = []
+        self.m0 = None
+        self.last = None
+
+    def warm(self):
+        """bool: ``init_momentum`` was given (no padding, a single level)."""
+        return self.init_momentum is not None
+
+    def setup(self, facs):
+        """Checks a warm start: a single full-resolution level, a momentum of the fixed grid's size.
+
+        Args:
+            facs (list of int): the levels' factors.
+        """
+        check_warm_field('lddmm_register', 'init_momentum', self.init_momentum, self.grid0, facs,
+                         self.cfg['scales'])
+
+    def start(self, level):
+        """m0 = 0 on the first level, or the warm start.
+
+        Args:
+            level (Level): the first level.
+        """
+        self.m0 = self.field(level.grid)
+        if self.init_momentum is not None:
+            ca.Copy(self.m0, self.init_momentum)
+        else:
+            ca.SetToZero(self.m0)
+
+    def upsample(self, level, resampler):
+        """m0 up-sampled onto the new level (``updateVField``).
+
+        Args:
+            level (Level): the new level.
+            resampler (MultiscaleResamplerGauss or MultiscaleResampler): set to the new level.
+        """
+        resampler.updateVField(self.m0)      # up-sampled onto this scale's grid, in place
+
+    def _shooter(self, grid, kernel, T):
+        """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False)."""
+        return Shooter.from_config(grid, self.mType, kernel, self.cfg, self.metric, nsteps=T,
+                                   endpoint=False)
+
+    def _refine(self, sh, m, grid, kernel):
+        """sh shot m; while its path is unstable, more time steps (up to
+        max_nsteps) and shoot again. Returns the shooter (maybe a new one)."""
+        while not sh.stable(self.max_cfl) and sh.T < self.max_nsteps:
+            c = sh.cfl if math.isfinite(sh.cfl) and sh.cfl > self.max_cfl else 2.0 * self.max_cfl
+            T = min(self.max_nsteps, max(2 * sh.T, int(math.ceil(sh.T * c / self.max_cfl))))
+            sh = self._shooter(grid, kernel, T)
+            sh.shoot(m)
+        return sh
+
+    def _shoot_trial(self, sh, d, level, kernel, deformed):
+        """Shoots the trial d.m0 stably; returns (shooter, E_img, E_reg, E) with E = inf for an
+        unusable shot, and d.best re-evaluated where the time steps changed."""
+        I0, I1 = level.moving, level.fixed
+        sh.shoot(d.m0)
+        T_before = sh.T
+        sh = self._refine(sh, d.m0, level.grid, kernel)
+        if d.best is None and not sh.stable(self.max_cfl):
+            # the scale's start (the up-sampled momentum) cannot be shot
+            # stably even with max_nsteps: shrink it towards zero
+            for _ in range(30):
+                ca.MulC_I(d.m0, 0.5)
+                sh.shoot(d.m0)
+                if sh.stable(self.max_cfl):
+                    break
+            d.have_mom = False
+        e_img, e_reg = sh.energy(d.m0, I0, I1, deformed)
+        e = e_img + e_reg
+        if d.best is not None and sh.T != T_before:
+            # finer time steps: the energy of the last accepted momentum
+            # with them, so that the comparison is between equals
+            sh.shoot(d.prev_m0)
+            d.best = sum(sh.energy(d.prev_m0, I0, I1, deformed))
+            sh.shoot(d.m0)
+            e_img, e_reg = sh.energy(d.m0, I0, I1, deformed)
+            e = e_img + e_reg
+        if not (math.isfinite(e) and sh.stable(self.max_cfl)):
+            e = math.inf             # a folded or unstable shot: a failed step
+        return sh, e_img, e_reg, e
+
+    def run(self, level, history):
+        """The level's descent on m0 (:class:`Descent`), each trial shot stably; a level stops
+        early when the step control finds no descent or the energy converges (``tol``).
+
+        Args:
+            level (Level): the level.
+            history (History): where each accepted iteration's energy is recorded.
+        """
+        I0, I1, grid, nit = level.moving, level.fixed, level.grid, level.iters
+        kernel = kernel_of(grid, self.mType, self.cfg)
+        self.metric.prepare(I1, I0)
+        nsteps = max(self.cfg['nsteps'], self.nsteps_used[-1] if self.nsteps_used else 0)
+        sh = self._shooter(grid, kernel, nsteps)
+        deformed = ca.Image3D(grid, self.mType)
+        d = Descent(self.m0, grid, self.mType, self.cfg)
+        accepted = []
+        while len(accepted) < nit:
+            sh, e_img, e_reg, e = self._shoot_trial(sh, d, level, kernel, deformed)
+            verdict = d.judge(e)
+            if verdict == d.RETRY:
+                continue
+            if verdict == d.STOP:
+                sh.shoot(d.m0)
+                sh.energy(d.m0, I0, I1, deformed)
+                history.skip(nit - len(accepted))
+                break
+            accepted.append(e)
+            history.record(e, level.factor, e_img, e_reg)
+            if len(accepted) == nit:
+                break
+            if converged(accepted, self.cfg['tol']):
+                history.skip(nit - len(accepted))    # converged at this scale
+                break
+            d.advance(sh, I0, deformed, I1, kernel, grid)
+        if nit == 0:
+            sh.shoot(d.m0)
+            sh = self._refine(sh, d.m0, grid, kernel)
+            sh.energy(d.m0, I0, I1, deformed)
+        self.m0 = d.m0
+        self.nsteps_used.append(sh.T)
+        self.last = sh
+
+    def result(self, fixed, moving):
+        """phi_1^-1 (h), phi_1 (hinv), m0, v0 and the deformed moving image of the last shot;
+        a RuntimeWarning where that geodesic is not resolved.
+
+        Args:
+            fixed (Image3D): the full-resolution fixed image.
+            moving (Image3D): the full-resolution moving image.
+
+        Returns:
+            dict: ``deformed``, ``h``, ``hinv``, ``momentum``, ``velocity``, ``config`` (with
+            ``nsteps_used``, the time steps of each level).
+        """
+        sh = self.last
+        if not sh.stable(self.max_cfl):
+            warnings.warn("lddmm_register: the final geodesic is not resolved (dt*max|Dv| = %.3g, "
+                          "min det J = %.3g with %d time steps); raise max_nsteps"
+                          % (sh.cfl, sh.min_jac, sh.T), RuntimeWarning)
+        # the final deformation on the full-resolution grid
+        h, hinv, velocity = self.field(), self.field(), self.field()
+        ca.Copy(h, sh.ginv[sh.T])
+        ca.Copy(hinv, sh.g[sh.T])
+        out = self.image()
+        ca.ApplyH(out, moving, h)
+        ca.Copy(velocity, sh.v[0])
+        return dict(deformed=out, h=h, hinv=hinv, momentum=self.m0, velocity=velocity,
+                    config=dict(copy.deepcopy(self.cfg), nsteps_used=self.nsteps_used))
+
+
 def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, **params):
     """Registers ``moving`` onto ``fixed`` by vector-momentum LDDMM geodesic
     shooting (module docstring). Returns a RegistrationResult with
@@ -506,217 +839,5 @@ def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, 
     Example:
         ``r = lddmm_register(fixed, moving, scales=[2, 1], iters=[30, 10], quiet=True)``
     """
-    check_pair(fixed, moving, 'lddmm_register')
-    cfg = merge_config(DEFAULTS, config, params)
-    mType = compute_mem_type(cfg['device'], fixed)
-    metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
-    timer = Timer()
-    grid0 = fixed.grid()
-
-    sm, facs = make_multiscale(grid0, cfg['scales'])
-    iters = list(cfg['iters'])
-    if len(iters) == 1:
-        iters = iters * len(facs)
-    if len(iters) != len(facs):
-        raise ConfigError("iters must have one value or one per scale (%d scales: %s), got %r"
-                          % (len(facs), facs, cfg['iters']))
-    if any(i < 0 for i in iters):
-        raise ConfigError("iters must be >= 0, got %r" % (iters,))
-    if not cfg['tol'] >= 0:
-        raise ConfigError("tol must be >= 0, got %r" % (cfg['tol'],))
-    if init_momentum is not None:
-        if facs != [1]:
-            raise ConfigError("init_momentum (a warm start) needs a single full-resolution level "
-                              "(scales=[1]), got scales %r" % (cfg['scales'],))
-        if not isinstance(init_momentum, ca.Field3D) or tuple(init_momentum.size()) != tuple(grid0.size()):
-            raise ValueError("lddmm_register: init_momentum must be a Field3D of the fixed image's size %s"
-                             % (tuple(grid0.size()),))
-    if cfg['fft_pad'] and init_momentum is None:
-        size0 = [int(v) for v in grid0.size()]
-        psize = [fft_size(n, facs) for n in size0]
-        if psize != size0:
-            return padded_run(lddmm_register, fixed, moving, cfg, quiet, mType, psize,
-                              ('hinv', 'momentum', 'velocity'))
-    I1full = on_mem(fixed, mType)
-    I0full = on_mem(moving, mType)
-    ensure_thread_memory_manager(grid0, mType)
-    resampler = make_resampler(grid0, mType, gauss=cfg['smooth_scales'])
-
-    energy, e_img_l, e_reg_l, scale_of_iter = [], [], [], []
-    max_cfl, max_nsteps = float(cfg['max_cfl']), max(int(cfg['max_nsteps']), int(cfg['nsteps']))
-    nsteps_prev = 0
-    nsteps_used = []
-    m0 = None
-    bar = Progress(sum(iters), 'LDDMM', quiet)
-    try:
-        for lev, (fac, nit) in enumerate(zip(facs, iters)):
-            sm.set(lev)
-            resampler.setScaleLevel(sm)
-            grid = sm.getCurGrid()
-            if fac == 1:
-                I0, I1 = I0full, I1full
-            else:
-                I0, I1 = ca.Image3D(grid, mType), ca.Image3D(grid, mType)
-                resampler.downsampleImage(I0, I0full)
-                resampler.downsampleImage(I1, I1full)
-            if m0 is None:
-                m0 = ca.Field3D(grid, mType)
-                if init_momentum is not None:
-                    ca.Copy(m0, init_momentum)
-                else:
-                    ca.SetToZero(m0)
-            else:
-                resampler.updateVField(m0)      # up-sampled onto this scale's grid, in place
-            kernel = kernel_of(grid, mType, cfg)
-            metric.prepare(I1, I0)
-            nsteps = max(cfg['nsteps'], nsteps_prev)
-
-            def shooter(T):
-                """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False)."""
-                return Shooter(grid, mType, kernel, T, cfg['integrator'], cfg['sigma'],
-                               cfg['inverse_iters'], cfg['adjoint'], metric, endpoint=False)
-            sh = shooter(nsteps)
-
-            def refine(sh, m):
-                """sh shot m; while its path is unstable, more time steps (up to
-                max_nsteps) and shoot again. Returns the shooter (maybe a new one)."""
-                while not sh.stable(max_cfl) and sh.T < max_nsteps:
-                    c = sh.cfl if math.isfinite(sh.cfl) and sh.cfl > max_cfl else 2.0 * max_cfl
-                    T = min(max_nsteps, max(2 * sh.T, int(math.ceil(sh.T * c / max_cfl))))
-                    sh = shooter(T)
-                    sh.shoot(m)
-                return sh
-            deformed = ca.Image3D(grid, mType)
-            grad = ca.Field3D(grid, mType)
-            prev_m0 = ca.Field3D(grid, mType)
-            prev_dir = ca.Field3D(grid, mType)
-            beta = cfg['momentum']
-            # the heavy-ball term: the last direction, kept in the other of two
-            # buffers (swapped, not copied, each iteration); prev_m0 and m0
-            # likewise swap (no copy of the momentum per iteration)
-            spare_dir = ca.Field3D(grid, mType) if beta > 0 else None
-            mom = None
-            have_mom = False
-            mom_dir = False                  # prev_dir holds a momentum term
-            step = cfg['step']
-            step_dir = step                  # the step first taken along prev_dir
-            first_step = step if step > 0 else None
-            best = None
-            it = 0
-            while it < nit:
-                sh.shoot(m0)
-                T_before = sh.T
-                sh = refine(sh, m0)
-                if best is None and not sh.stable(max_cfl):
-                    # the scale's start (the up-sampled momentum) cannot be shot
-                    # stably even with max_nsteps: shrink it towards zero
-                    for _ in range(30):
-                        ca.MulC_I(m0, 0.5)
-                        sh.shoot(m0)
-                        if sh.stable(max_cfl):
-                            break
-                    have_mom = False
-                e_img, e_reg = sh.energy(m0, I0, I1, deformed)
-                e = e_img + e_reg
-                if best is not None and sh.T != T_before:
-                    # finer time steps: the energy of the last accepted momentum
-                    # with them, so that the comparison is between equals
-                    sh.shoot(prev_m0)
-                    best = sum(sh.energy(prev_m0, I0, I1, deformed))
-                    sh.shoot(m0)
-                    e_img, e_reg = sh.energy(m0, I0, I1, deformed)
-                    e = e_img + e_reg
-                if not (math.isfinite(e) and sh.stable(max_cfl)):
-                    e = math.inf             # a folded or unstable shot: a failed step
-                if best is not None and e > best and mom_dir:
-                    # the heavy-ball direction overshot (it need not descend):
-                    # restart the momentum, along the plain preconditioned
-                    # gradient with half the step
-                    mom_dir = have_mom = False
-                    ca.Sub(prev_dir, prev_m0, grad)
-                    step = 0.5 * step_dir
-                    ca.Add_MulC(m0, prev_m0, prev_dir, -step)
-                    continue
-                if best is not None and e > best and step > cfg['min_step'] * first_step:
-                    # the step overshot: go back and take half of it
-                    step *= 0.5
-                    have_mom = False
-                    ca.Add_MulC(m0, prev_m0, prev_dir, -step)
-                    continue
-                if best is not None and e > best:
-                    # no step along this direction lowers the energy any more:
-                    # keep the best momentum and go on to the next scale
-                    m0, prev_m0 = prev_m0, m0
-                    sh.shoot(m0)
-                    sh.energy(m0, I0, I1, deformed)
-                    bar.skip(nit - it)
-                    break
-                if best is not None:
-                    step = min(step * cfg['step_growth'], cfg['max_step'])
-                best = e
-                energy.append(e)
-                e_img_l.append(e_img)
-                e_reg_l.append(e_reg)
-                scale_of_iter.append(fac)
-                bar.update(e, scale=fac)
-                it += 1
-                if it == nit:
-                    break
-                # converged: the last 3 iterations gained less than tol of what
-                # this scale has gained so far (offset-free: MI's energy is
-                # negative and large)
-                e_lev = energy[len(energy) - it:]
-                if cfg['tol'] > 0 and it > 3 and e_lev[-4] - e_lev[-1] < cfg['tol'] * (e_lev[0] - e_lev[-1]):
-                    bar.skip(nit - it)       # converged at this scale
-                    break
-                sh.gradient(I0, deformed, I1, grad)              # L m_hat(0)
-                if spare_dir is not None:
-                    prev_dir, spare_dir = spare_dir, prev_dir    # the last direction: mom
-                    mom = spare_dir
-                ca.Sub(prev_dir, m0, grad)                       # descent direction m0 - L m_hat
-                m0, prev_m0 = prev_m0, m0                        # prev_m0: the accepted momentum
-                mom_dir = False
-                if mom is not None:
-                    if have_mom:
-                        ca.Add_MulC_I(prev_dir, mom, beta)
-                        mom_dir = True
-                    have_mom = True
-                if step <= 0:
-                    # automatic first step: K(direction) moves by init_disp voxels at most
-                    kernel.applyInverseOperator(grad, prev_dir)
-                    vmax = ca.LInf(grad) / min(sh.sp[d] for d in range(3) if grid.size()[d] > 1)
-                    step = cfg['init_disp'] / vmax if vmax > 0 else cfg['max_step']
-                    step = first_step = min(step, cfg['max_step'])
-                step_dir = step
-                ca.Add_MulC(m0, prev_m0, prev_dir, -step)
-            if nit == 0:
-                sh.shoot(m0)
-                sh = refine(sh, m0)
-                sh.energy(m0, I0, I1, deformed)
-            nsteps_prev = sh.T
-            nsteps_used.append(sh.T)
-            last = (sh, deformed, grid)
-    finally:
-        bar.close()
-
-    sh, deformed, grid = last
-    if not sh.stable(max_cfl):
-        warnings.warn("lddmm_register: the final geodesic is not resolved (dt*max|Dv| = %.3g, "
-                      "min det J = %.3g with %d time steps); raise max_nsteps"
-                      % (sh.cfl, sh.min_jac, sh.T), RuntimeWarning)
-    # the final deformation on the full-resolution grid
-    h = ca.Field3D(grid0, mType)
-    hinv = ca.Field3D(grid0, mType)
-    ca.Copy(h, sh.ginv[sh.T])
-    ca.Copy(hinv, sh.g[sh.T])
-    out = ca.Image3D(grid0, mType)
-    ca.ApplyH(out, I0full, h)
-    velocity = ca.Field3D(grid0, mType)
-    ca.Copy(velocity, sh.v[0])
-    seconds = timer()
-    return RegistrationResult(
-        method='lddmm', deformed=out, h=h, hinv=hinv, momentum=m0, velocity=velocity,
-        energy=energy, energy_terms={'image': e_img_l, 'reg': e_reg_l},
-        scale_of_iter=scale_of_iter, iterations=len(energy), seconds=seconds,
-        device='gpu' if mType == ca.MEM_DEVICE else 'cpu',
-        config=dict(copy.deepcopy(cfg), nsteps_used=nsteps_used))
+    return register_levels(LDDMM, lddmm_register, fixed, moving, config, quiet, params,
+                           init_momentum=init_momentum)
