@@ -408,6 +408,29 @@ BOOST_AUTO_TEST_CASE(statistics_limit_report) {
 
 // --------------------------------------------------------------- safety ----
 
+BOOST_AUTO_TEST_CASE(release_is_quiet_now_and_later) {
+  // release() (the apps' quiet end) prints no line, neither at once nor when
+  // the last shared owner dies; destroy() after it is a no-op.
+  GridInfo g(Vec3Di(8, 8, 8));
+  CerrCapture cap;
+  ThreadMemoryManager::init(g, MEM_HOST, 2);
+  auto owner = ThreadMemoryManager::instanceShared();
+  auto im = std::make_unique<ManagedImage3D>(g, MEM_HOST);
+  fill(*im, 3.f);
+  ThreadMemoryManager::release();
+  BOOST_TEST(!ThreadMemoryManager::isInitialized());
+  BOOST_TEST(allEqual(*im, 3.f));
+  im.reset();
+  owner.reset();                       // the manager itself dies here
+  ThreadMemoryManager::release();      // no manager: a no-op
+  ThreadMemoryManager::destroy();
+  BOOST_TEST(cap.str().empty());
+  // destroy() still reports (legacy)
+  ThreadMemoryManager::init(g, MEM_HOST, 1);
+  ThreadMemoryManager::destroy();
+  BOOST_TEST((cap.maxPoolLines() == std::vector<long>{1}));
+}
+
 BOOST_AUTO_TEST_CASE(destroy_manager_under_live_images) {
   GridInfo g(Vec3Di(16, 16, 16));
   CerrCapture cap;

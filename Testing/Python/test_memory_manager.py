@@ -573,6 +573,37 @@ def test_thread_destroy_prints_once(capfd):
     assert "Maximum temporary Pools" not in capfd.readouterr().err
 
 
+def test_thread_release_is_quiet(capfd):
+    """release() (the apps' documented quiet end) deletes the manager without
+    the line, now and when the buffers and handle Python still holds die."""
+    ca.ThreadMemoryManager.init(SMALL, ca.MEM_HOST, 4)
+    a = ca.ManagedImage3D(SMALL, ca.MEM_HOST)
+    handle = ca.ThreadMemoryManager.instance()
+    gc.collect()
+    capfd.readouterr()
+    ca.ThreadMemoryManager.release()
+    assert not ca.ThreadMemoryManager.isInitialized()
+    ca.SetMem(a, 1.0)                                   # the buffer stays usable
+    del a, handle
+    gc.collect()
+    ca.ThreadMemoryManager.release()                   # no manager: a no-op
+    assert capfd.readouterr().err == ""
+
+
+def test_apps_end_quietly_without_touching_fd2(capfd):
+    """The apps' release_thread_memory_manager prints nothing and leaves file
+    descriptor 2 alone (no /dev/null redirection around it)."""
+    import os
+    from PyCA.Apps._common import release_thread_memory_manager
+    ca.ThreadMemoryManager.init(SMALL, ca.MEM_HOST, 2)
+    before = os.fstat(2)
+    release_thread_memory_manager()
+    after = os.fstat(2)
+    assert (before.st_dev, before.st_ino) == (after.st_dev, after.st_ino)
+    assert not ca.ThreadMemoryManager.isInitialized()
+    assert capfd.readouterr().err == ""
+
+
 def test_init_twice_reports_previous(capfd):
     ca.ThreadMemoryManager.init(SMALL, ca.MEM_HOST, 2)
     x = ca.ManagedImage3D(SMALL, ca.MEM_HOST)

@@ -75,6 +75,8 @@ class MemoryManager {
   friend class ThreadMemoryManager;
   /// Prints the "Maximum temporary Pools" line the first time only.
   void reportOnce();
+  /// Marks the line as printed without printing it (ThreadMemoryManager::release()).
+  void silence() { mReported.store(true); }
 
   std::shared_ptr<detail::PoolTable> mTable;
   std::atomic<bool> mReported{false};
@@ -96,6 +98,11 @@ class ThreadMemoryManager {
   /// "Maximum temporary Pools N" line now, even if Python still holds a
   /// reference from instance() (which stays safe to use).
   static void destroy();
+  /// PyCA extension: releases this thread's manager (no-op if none) without
+  /// the "Maximum temporary Pools N" line, now or later (the apps' quiet end:
+  /// a command line's output is its own lines only). destroy() keeps the
+  /// legacy report.
+  static void release();
 };
 
 }  // namespace PyCA

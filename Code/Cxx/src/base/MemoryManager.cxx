@@ -199,4 +199,9 @@ void ThreadMemoryManager::destroy() {
   tThreadManager.reset();
 }
 
+void ThreadMemoryManager::release() {
+  if (tThreadManager) tThreadManager->silence();
+  tThreadManager.reset();
+}
+
 }  // namespace PyCA
