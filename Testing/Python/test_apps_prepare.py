@@ -21,7 +21,7 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("yaml")
 
 from PyCA.Apps import io  # noqa: E402
-import PyCA.Apps.register as reg_cli  # noqa: E402
+import PyCA.Apps.register_cli as reg_cli  # noqa: E402
 import PyCA.Apps.atlas as atlas_cli  # noqa: E402
 
 

@@ -15,7 +15,8 @@ keyword overrides of every parameter; ``DEFAULTS`` of each module lists them)::
                 checkpoint_every=0, resume=False, **params)                  -> AtlasResult
     apply_transform(result_dir, image, out=None, interp='linear', inverse=False) -> SimpleITK image
 
-The command lines are ``python -m PyCA.Apps.register`` (``pyca-register``),
+The command lines are ``python -m PyCA.Apps.register`` (``pyca-register``; its
+module is ``PyCA.Apps.register_cli``, ``PyCA.Apps.register`` stays this function),
 ``python -m PyCA.Apps.apply`` (``pyca-apply``: a saved result applied to other
 images) and
 ``[mpiexec -n K] python -m PyCA.Apps.atlas`` (``pyca-atlas``); the demos

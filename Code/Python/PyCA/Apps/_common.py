@@ -24,7 +24,7 @@ import PyCA.Core as ca
 
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
            'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of',
-           'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'run_cli', 'Progress', 'check_pair', 'mem_name',
+           'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'Progress', 'check_pair', 'mem_name',
            'ConfigError']
 
 
@@ -241,42 +241,14 @@ def ensure_thread_memory_manager(grid, mType, nPools=16):
 
 
 def release_thread_memory_manager():
-    """Destroys the ThreadMemoryManager, if any, without its "Maximum
-    temporary Pools" report on stderr (the command lines call this before
-    they exit, so that a run ends with their own lines only)."""
+    """Releases the ThreadMemoryManager, if any, without its "Maximum
+    temporary Pools" report on stderr (``ThreadMemoryManager.release()``, the
+    documented quiet end; ``destroy()`` keeps the legacy report). The command
+    lines call this before they exit, so that a run ends with their own lines
+    only."""
     tmm = ca.ThreadMemoryManager
-    if not tmm.isInitialized():
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 2)
-            tmm.destroy()
-        finally:
-            os.dup2(saved, 2)
-            os.close(devnull)
-    finally:
-        os.close(saved)
-
-
-def run_cli(main, argv=None):
-    """``main(argv)``, then the ThreadMemoryManager released quietly: the
-    command lines' wrapper, so that a run ends with their own lines only.
-
-    Args:
-        main (callable): the command's ``main(argv)``.
-        argv (list of str, optional): the command line arguments without the program name; default
-            None = ``sys.argv[1:]``.
-
-    Returns:
-        whatever ``main`` returns (the exit status).
-    """
-    try:
-        return main(argv)
-    finally:
-        release_thread_memory_manager()
+    if tmm.isInitialized():
+        tmm.release()
 
 
 def make_fluid_kernel(grid, mType, alpha, beta, gamma, lpow=1, tol=0.0):

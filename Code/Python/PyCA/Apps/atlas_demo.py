@@ -45,7 +45,6 @@ the 4 mm grid, 8 subjects, 2 atlas iterations instead of the atlas
 command's default). Errors are one line, ``pyca-atlas-demo: error: ...``,
 exit status 1 (the atlas command's own status when it fails).
 """
-import argparse
 import json
 import os
 import shutil
@@ -58,6 +57,8 @@ import numpy as np
 import PyCA.Core as ca
 from PyCA import threading_info
 from PyCA._threads import default_threads
+
+from ._cli import Parser, fail, interrupted
 
 PROG = 'pyca-atlas-demo'
 
@@ -85,18 +86,13 @@ class DemoError(Exception):
         self.status = status
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise DemoError(message)
-
-
 def build_parser():
     """The command line's parser (its options are listed by ``--help``).
 
     Returns:
         argparse.ArgumentParser: the parser; errors raise DemoError (one line, status 1).
     """
-    p = _Parser(prog=PROG, description=(
+    p = Parser(prog=PROG, error_class=DemoError, see_help=False, description=(
         'The PyCA atlas demo (./run atlas-demo): subjects made from the MNI template by known smooth '
         'random deformations and noise, an atlas of them by python -m PyCA.Apps.atlas (on 2 MPI ranks '
         'where MPI exists), and how close it comes to the template, beside the plain mean.'))
@@ -180,7 +176,7 @@ def make_subjects(spacing_mm, n, outdir, quiet=True):
     def to_demo_grid(im):
         if gen == spacing_mm:
             return im
-        out = phantom._resample_to_spacing(im, spacing_mm)
+        out = phantom.resample_to_spacing(im, spacing_mm)
         if tuple(out.grid().size()) != tuple(mask.grid().size()):  # pragma: no cover
             raise RuntimeError("atlas_demo: the %g mm subjects do not fall on the %g mm grid"
                                % (gen, spacing_mm))
@@ -356,8 +352,8 @@ def _describe(argv, n, folder):
 
 def _write_json_atomic(path, data):
     """Temporary file beside path, fsync, os.replace, fsync of the folder."""
-    from PyCA.Common.PyCAIO import _atomic_json
-    _atomic_json(path, data, 'atlas_demo', indent=2, sort_keys=True)
+    from PyCA.Common.atomic import atomic_json
+    atomic_json(path, data, 'atlas_demo', indent=2, sort_keys=True)
 
 
 # --------------------------------------------------------------------------- run
@@ -479,14 +475,12 @@ def main(argv=None):
     except DemoError as e:
         msg, status = str(e), e.status
     except KeyboardInterrupt:
-        print('%s: interrupted' % PROG, file=sys.stderr)
-        return 130
+        return interrupted(PROG)
     except (ValueError, TypeError, OSError, ImportError, RuntimeError, KeyError) as e:
         msg, status = str(e) or type(e).__name__, 1
         if isinstance(e, ImportError) and getattr(e, 'name', None) and e.name not in msg:
             msg = '%s (module %s)' % (msg, e.name)
-    print('%s: error: %s' % (PROG, ' '.join(msg.split())), file=sys.stderr)
-    return status
+    return fail(PROG, msg, status)
 
 
 if __name__ == '__main__':

@@ -27,7 +27,6 @@ grid (50 x 59 x 48) and a short schedule (QUICK below), well under a minute on
 two cores. ``--gpu`` computes on the GPU (a one-line error where there is
 none). Errors are one line, ``pyca-demo: error: ...``, exit status 1.
 """
-import argparse
 import os
 import sys
 import time
@@ -35,6 +34,8 @@ import time
 import numpy as np
 
 import PyCA.Core as ca
+
+from ._cli import EXIT_FAILED, Parser, fail, interrupted, run_cli
 
 PROG = 'pyca-demo'
 
@@ -55,18 +56,13 @@ class DemoError(Exception):
     """A problem reported as one line, exit status 1."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise DemoError(message)
-
-
 def build_parser():
     """The command line's parser (its options are listed by ``--help``).
 
     Returns:
         argparse.ArgumentParser: the parser; errors raise DemoError (one line, status 1).
     """
-    p = _Parser(prog=PROG, description=__doc__.split('\n\n')[0],
+    p = Parser(prog=PROG, description=__doc__.split('\n\n')[0], error_class=DemoError, see_help=False,
                 epilog='Without --fixed/--moving: the MNI template and a known random deformation.')
     p.add_argument('--fixed', metavar='FILE', help='fixed image (with --moving)')
     p.add_argument('--moving', metavar='FILE', help='moving image (with --fixed)')
@@ -309,7 +305,6 @@ def main(argv=None):
     Returns:
         int: the exit status (0 on success, 1 on an error, 130 when interrupted).
     """
-    from ._common import run_cli
     return run_cli(_main, argv)
 
 
@@ -320,14 +315,12 @@ def _main(argv=None):
     except DemoError as e:
         msg = str(e)
     except KeyboardInterrupt:
-        print('%s: interrupted' % PROG, file=sys.stderr)
-        return 130
+        return interrupted(PROG)
     except (ValueError, TypeError, OSError, ImportError, RuntimeError, KeyError) as e:
         msg = str(e) or type(e).__name__
         if isinstance(e, ImportError) and getattr(e, 'name', None) and e.name not in msg:
             msg = '%s (module %s)' % (msg, e.name)
-    print('%s: error: %s' % (PROG, ' '.join(msg.split())), file=sys.stderr)
-    return 1
+    return fail(PROG, msg, EXIT_FAILED)
 
 
 if __name__ == '__main__':

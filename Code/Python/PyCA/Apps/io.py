@@ -26,7 +26,7 @@
   intensities onto the fixed image's histogram (``match_histogram``:
   SimpleITK HistogramMatchingImageFilter). Both are off here; the command
   lines (pyca-register, pyca-atlas) turn the bias correction on by default
-  (PyCA.Apps.register.BIAS_CORRECT_DEFAULT, measured in its help).
+  (PyCA.Apps._cli.BIAS_CORRECT_DEFAULT, measured in pyca-register's help).
 * Both images are intensity-normalised (``normalize_intensity``: the 0.5th to
   99.5th percentile mapped to [0, 1], clipped) unless ``normalize=False``.
 * ``mask_path``: a mask on the fixed image's space (any grid: it is resampled
@@ -48,7 +48,9 @@ import numpy as np
 import PyCA.Core as ca
 from PyCA.Common import LoadITKImage, GetDirection, SetDirection
 
-__all__ = ['load_pair', 'normalize_intensity', 'load_image', 'to_sitk', 'from_sitk',
+from .transform import grid_record
+
+__all__ = ['load_pair', 'normalize_intensity', 'load_image', 'check_not_4d', 'to_sitk', 'from_sitk',
            'resample_to', 'affine_align', 'bias_correct', 'match_histogram', 'foreground_mask']
 
 
@@ -63,9 +65,17 @@ def _sitk():
 
 # --------------------------------------------------------------------------- files
 
-def _check_not_4d(path, role):
+def check_not_4d(path, role):
     """ValueError for a file holding more than one volume (4-D and up).
-    Unreadable files are left to LoadITKImage, which explains them."""
+    Unreadable files are left to LoadITKImage, which explains them.
+
+    Args:
+        path (str): the image file.
+        role (str): the image's role in messages ('fixed', 'moving', ...).
+
+    Raises:
+        ValueError: a 4-D (or higher) image of more than one volume.
+    """
     sitk = _sitk()
     if not os.path.isfile(path):
         return
@@ -83,8 +93,10 @@ def _check_not_4d(path, role):
 
 
 def load_image(path, role='image', mType=ca.MEM_HOST):
-    """An Image3D from ``path`` (LoadITKImage) after the 4-D check; the
-    direction is recorded as LoadITKImage does.
+    """An Image3D from ``path`` (LoadITKImage, which reads the header once);
+    the direction is recorded as LoadITKImage does. A file it refuses is
+    then checked for more than one volume (:func:`check_not_4d`), which
+    gets its own message.
 
     Args:
         path (str): the image file (NIfTI, MetaImage, NRRD, ... through SimpleITK).
@@ -99,8 +111,11 @@ def load_image(path, role='image', mType=ca.MEM_HOST):
         ImportError: SimpleITK is missing.
     """
     path = os.fspath(path)
-    _check_not_4d(path, role)
-    im = LoadITKImage(path, ca.MEM_HOST)
+    try:
+        im = LoadITKImage(path, ca.MEM_HOST)
+    except Exception:
+        check_not_4d(path, role)   # a 4-D file: say so
+        raise
     if im.nVox() == 0:
         raise ValueError("%s image '%s' has no voxels" % (role, path))
     if mType != ca.MEM_HOST:
@@ -611,8 +626,8 @@ def load_pair(fixed_path, moving_path, affine=False, mType=ca.MEM_HOST, mask_pat
                          "give two 2-D or two 3-D images"
                          % ('2-D' if _is2d(fixed) else '3-D', 'x'.join(map(str, fixed.size())),
                             '2-D' if _is2d(moving) else '3-D', 'x'.join(map(str, moving.size()))))
-    info['fixed_grid'] = _grid_dict(fixed)
-    info['moving_grid'] = _grid_dict(moving)
+    info['fixed_grid'] = grid_record(fixed)
+    info['moving_grid'] = grid_record(moving)
 
     mask = None
     if mask_path is not None:
@@ -677,9 +692,3 @@ def load_pair(fixed_path, moving_path, affine=False, mType=ca.MEM_HOST, mask_pat
 bias_correct_image = bias_correct          # the names load_pair's keywords hide
 match_histogram_image = match_histogram
 
-
-def _grid_dict(im):
-    d = GetDirection(im)
-    return dict(size=[int(v) for v in im.size()], spacing=[float(v) for v in im.spacing()],
-                origin=[float(v) for v in im.origin()],
-                direction=[float(v) for v in (d if d is not None else np.eye(3).reshape(-1))])

@@ -66,7 +66,8 @@ import numpy as np
 import PyCA.Core as ca
 
 __all__ = ['mni_template_path', 'mni_brain_mask_path', 'mni_tissue_paths', 'load_mni',
-           'random_deformation', 'deformation_error', 'displacement_mm', 'MNI_FILES']
+           'random_deformation', 'deformation_error', 'displacement_mm', 'resample_to_spacing',
+           'MNI_FILES']
 
 MNI_FILES = {
     't1': 'mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz',
@@ -122,8 +123,16 @@ def mni_brain_mask_path():
 
 # --------------------------------------------------------------------------- template
 
-def _resample_to_spacing(im, spacing_mm):
-    """``im`` (host) smoothed and resampled to ``spacing_mm`` (module notes)."""
+def resample_to_spacing(im, spacing_mm):
+    """``im`` (host) smoothed and resampled to ``spacing_mm`` (module notes).
+
+    Args:
+        im (Image3D): the image, host memory.
+        spacing_mm (float): the new spacing in mm (every axis).
+
+    Returns:
+        Image3D: host memory, on the new grid.
+    """
     g = im.grid()
     size, sp, org = g.size(), g.spacing(), g.origin()
     fac = [float(spacing_mm) / sp[d] for d in range(3)]
@@ -175,8 +184,8 @@ def load_mni(spacing_mm=2.0, mType=ca.MEM_HOST):
     pmax = float(gm.asnp().max())
     if pmax > 1.5:
         ca.MulC_I(gm, 1.0 / 255.0)
-    t1 = _resample_to_spacing(t1, spacing_mm)
-    brain = _resample_to_spacing(gm, spacing_mm)
+    t1 = resample_to_spacing(t1, spacing_mm)
+    brain = resample_to_spacing(gm, spacing_mm)
     a = t1.asnp()
     lo, hi = float(a.min()), float(a.max())
     a -= lo
@@ -220,7 +229,7 @@ def load_mni_tissues(spacing_mm=2.0):
         im = LoadITKImage(p, ca.MEM_HOST)
         if float(im.asnp().max()) > 1.5:
             ca.MulC_I(im, 1.0 / 255.0)
-        out.append(_resample_to_spacing(im, spacing_mm))
+        out.append(resample_to_spacing(im, spacing_mm))
     return out[0], out[1]
 
 
