@@ -320,4 +320,33 @@ BOOST_AUTO_TEST_CASE(plunc_errors_throw_and_keep_the_transform) {
   BOOST_TEST((a == orig));
 }
 
+// writePLUNCStyle writes through the library's atomic writer (AtomicFile.h):
+// an earlier file's permissions are kept, a folder is not replaced, and no
+// temporary is left beside the file.
+BOOST_AUTO_TEST_CASE(plunc_write_is_atomic) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pyca_test_affine_atomic_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Aff3Df a(Vec3Df(1, 2, 3)), b(Vec3Df(4, 5, 6));
+  const std::string file = (dir / "t.txt").string();
+  a.writePLUNCStyle(file);
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  b.writePLUNCStyle(file);
+  Aff3Df c;
+  c.readPLUNCStyle(file);
+  BOOST_TEST((c == b));
+  BOOST_TEST(((fs::status(file).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write)));
+  fs::create_directories(dir / "sub.txt");
+  CHECK_PYCA_THROW(a.writePLUNCStyle((dir / "sub.txt").string()), PyCAException, "Is a directory");
+  BOOST_TEST(fs::is_directory(dir / "sub.txt"));
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++entries;
+    BOOST_TEST(e.path().filename().string().find(".tmp-") == std::string::npos);
+  }
+  BOOST_TEST(entries == 2);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -269,3 +269,40 @@ BOOST_AUTO_TEST_CASE(atomic_saves) {
   BOOST_TEST(!fs::exists(dir / "empty.nii"));
   BOOST_TEST(dir.temporaries().empty());
 }
+
+// The staged writer (AtomicFile.h's writeStaged, shared with Aff3D and the
+// FFTW wisdom file): a symbolic link's target is replaced (the link kept),
+// an earlier file's permissions are kept, a folder is never replaced, an
+// earlier .mhd pair is replaced as a pair, and nothing is left behind.
+BOOST_AUTO_TEST_CASE(staged_writer_links_modes_and_folders) {
+  TempDir dir;
+  Image3D a(kGrid), b(kGrid), back;
+  fill(a, 21);
+  fill(b, 22);
+  const std::string real = dir / "real.nii.gz", link = dir / "link.nii.gz";
+  ITKFileIO::SaveImage(a, real.c_str());
+  fs::create_symlink(real, link);
+  ITKFileIO::SaveImage(b, link.c_str());
+  BOOST_TEST(fs::is_symlink(link));
+  ITKFileIO::LoadImage(back, real.c_str());
+  BOOST_TEST(sameVoxels(back, b));
+
+  const std::string kept = dir / "mode.mha";
+  ITKFileIO::SaveImage(a, kept.c_str());
+  fs::permissions(kept, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  ITKFileIO::SaveImage(b, kept.c_str());
+  BOOST_TEST(((fs::status(kept).permissions() & fs::perms::all) ==
+              (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read)));
+
+  const std::string folder = dir / "folder.nii";
+  fs::create_directories(folder);
+  CHECK_PYCA_THROW(ITKFileIO::SaveImage(a, folder.c_str()), PyCAException, "it is a directory");
+  BOOST_TEST(fs::is_directory(folder));
+
+  const std::string mhd = dir / "again.mhd";
+  ITKFileIO::SaveImage(a, mhd.c_str());
+  ITKFileIO::SaveImage(b, mhd.c_str());
+  ITKFileIO::LoadImage(back, mhd.c_str());
+  BOOST_TEST(sameVoxels(back, b));
+  BOOST_TEST(dir.temporaries().empty());
+}

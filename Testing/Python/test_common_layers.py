@@ -20,6 +20,9 @@ PKG = "PyCA.Common"
 LOWER = {
     "_arrays": {"PyCAIO", "PyCACommon", "PyCATestData", "PyCADebug", "PyCAVersion"},
     "PyCAIO": {"PyCACommon", "PyCATestData"},
+    # the file-safety layer and the shared helpers sit below PyCAIO (issue 28)
+    "atomic": {"PyCAIO", "PyCACommon", "PyCATestData", "PyCADebug", "PyCAVersion"},
+    "_helpers": {"PyCAIO", "PyCACommon", "PyCATestData", "PyCADebug", "PyCAVersion"},
 }
 
 # Imports PyCA.Common.<name> with the package's __init__ replaced by a bare

@@ -6,11 +6,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include <dirent.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cerrno>
@@ -36,6 +34,7 @@
 #include <itkVTKImageIOFactory.h>
 #include <itkVectorImage.h>
 
+#include "AtomicFile.h"
 #include "Field3D.h"
 #include "Image3D.h"
 #include "MemAlloc.h"
@@ -105,11 +104,12 @@ void checkInput(const char* who, const std::string& name) {
 }
 
 // ---- .mhd pairs: the data file must be of the header's save ----
-// A save of a pair renames the data file, then the header (atomicWrite), so a
-// process killed between the two leaves new data beside the old header; ITK
-// reads such a mix without a word. The data file's size must be the
-// header's CompressedDataSize (compressed) or DimSize x channels x element
-// size (raw, HeaderSize 0). The same check as PyCA.Common.PyCAIO's.
+// A save of a pair renames the data file, then the header (atomicWrite:
+// AtomicFile.h's writeStaged), so a process killed between the two leaves
+// new data beside the old header; ITK reads such a mix without a word. The
+// data file's size must be the header's CompressedDataSize (compressed) or
+// DimSize x channels x element size (raw, HeaderSize 0). The same check as
+// PyCA.Common.atomic's (check_readable).
 void checkMetaImagePair(const char* who, const std::string& name) {
   const size_t dot = name.rfind('.');
   if (dot == std::string::npos) return;
@@ -267,7 +267,7 @@ NiftiHeader readNiftiHeader(const char* who, const std::string& name) {
 // A NIfTI header whose voxel sizes or spatial transform (qform when
 // qform_code > 0, sform when sform_code > 0) hold NaN or infinity is refused
 // before ITK reads it: ITK's NIfTI reader spins without end on one (found by
-// the fuzzer). The same check as PyCA.Common.PyCAIO's.
+// the fuzzer). The same check as PyCA.Common.atomic's.
 void checkNiftiTransform(const char* who, const std::string& name, const NiftiHeader& h) {
   if (h.n < 348) return;
   for (int s = 0; s < 2; ++s) {
@@ -370,8 +370,6 @@ void checkNiftiComplete(const char* who, const std::string& name, const NiftiHea
 
 // ---- atomic saves ----
 
-std::atomic<unsigned> gTmpCounter{0};
-
 struct PathParts {
   std::string dir, stem, ext;
 };
@@ -399,31 +397,6 @@ PathParts splitPath(const std::string& path) {
   p.stem = stem;
   p.ext = ext;
   return p;
-}
-
-std::vector<std::string> filesWithPrefix(const std::string& dir, const std::string& prefix) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n.compare(0, prefix.size(), prefix) == 0) out.push_back(n);
-  }
-  ::closedir(d);
-  return out;
-}
-
-void fsyncPath(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) {
-    if (directory) return;
-    throw PyCAException(__FILE__, __LINE__, "cannot open '" + path + "' to flush it: " + std::strerror(errno));
-  }
-  int rc = directory ? ::fsync(fd) : ::fdatasync(fd);  // data and size; the folder's entries
-  int err = errno;
-  ::close(fd);
-  if (rc != 0 && !directory)
-    throw PyCAException(__FILE__, __LINE__, "cannot flush '" + path + "': " + std::strerror(err));
 }
 
 // A MetaImage / NRRD header written under the temporary name points at the
@@ -460,7 +433,7 @@ void fixHeaderRefs(const std::string& header, const std::string& tmpStem, const 
 // a smaller image. Every save therefore checks its temporary file before the
 // rename: the size its header implies (NIfTI, MetaImage, NRRD), compressed
 // streams inflated to their end with the implied length. The same checks as
-// PyCA.Common.PyCAIO._incomplete.
+// PyCA.Common.atomic.verify_written.
 
 // Bytes of path from offset, raw or inflated (zlib or gzip framing) to the
 // stream's end; *complete false when the stream ends early or is corrupt.
@@ -663,74 +636,56 @@ std::string incomplete(const std::string& path, const std::string& ext, const st
   return std::string();
 }
 
-// Runs write(tmp) and moves the result over name (see ITKFileIO.h).
+// Runs write(tmp) and moves the result over name (see ITKFileIO.h): the
+// library's one atomic writer (AtomicFile.h, writeStaged) with ITK's
+// messages, the check of what ITK wrote (incomplete) and, for a header with
+// a separate data file, the header pointed at the data file's final name.
 void atomicWrite(const std::string& name, const std::function<void(const std::string&)>& write) {
-  std::string target = name;
-  struct stat lst;
-  if (::lstat(name.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    if (char* real = ::realpath(name.c_str(), nullptr)) {
-      target = real;
-      std::free(real);
-    }
-  }
-  const PathParts p = splitPath(target);
-  struct stat st;
-  if (::stat(p.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw PyCAException(__FILE__, __LINE__,
-                        "ITK File Writer Exception: cannot save '" + name + "': the folder does not exist");
-  if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw PyCAException(__FILE__, __LINE__,
-                        "ITK File Writer Exception: cannot save '" + name + "': it is a directory");
-  const bool hadTarget = ::stat(target.c_str(), &st) == 0;
-  const std::string tmpStem = p.stem + ".tmp-" + std::to_string(::getpid()) + "-" +
-                              std::to_string(gTmpCounter.fetch_add(1));
-  const std::string tmpBase = tmpStem + p.ext;
-  const std::string tmp = p.dir + "/" + tmpBase;
+  const std::string ext = splitPath(detail::stagedTarget(name)).ext;
+  auto cannotSave = [&](const std::string& why) {
+    return PyCAException(__FILE__, __LINE__, "ITK File Writer Exception: cannot save '" + name + "': " + why);
+  };
   try {
-    try {
-      write(tmp);
-    } catch (const PyCAException& e) {
-      // ITK's own write errors (MetaImage, NRRD): say why when the disk is
-      // full or the file size limit was reached
-      struct stat ts;
-      const uint64_t have = ::stat(tmp.c_str(), &ts) == 0 ? uint64_t(ts.st_size) : 0;
-      const std::string cause = writeCause(p.dir, 0, have);
-      if (cause == "short write") throw;
-      throw PyCAException(__FILE__, __LINE__,
-                          "ITK File Writer Exception: cannot save '" + name + "': " + cause, &e);
+    detail::writeStaged(
+        name, ext,
+        [&](const std::string& tmp) {
+          try {
+            write(tmp);
+          } catch (const PyCAException& e) {
+            // ITK's own write errors (MetaImage, NRRD): say why when the disk
+            // is full or the file size limit was reached
+            struct stat ts;
+            const uint64_t have = ::stat(tmp.c_str(), &ts) == 0 ? uint64_t(ts.st_size) : 0;
+            const std::string cause = writeCause(splitPath(tmp).dir, 0, have);
+            if (cause == "short write") throw;
+            throw PyCAException(__FILE__, __LINE__,
+                                "ITK File Writer Exception: cannot save '" + name + "': " + cause, &e);
+          }
+        },
+        [&](const detail::StagedFiles& f) {
+          uint64_t want = 0, have = 0;
+          const std::string bad = incomplete(f.tmp, f.ext, f.dir, &want, &have);
+          if (!bad.empty())
+            throw cannotSave(writeCause(f.dir, want, have) + ": the save was incomplete (" + bad + ")");
+          const std::string le = lower(f.ext);
+          if (!f.companions.empty() && (le == ".mhd" || le == ".nhdr")) fixHeaderRefs(f.tmp, f.tmpStem, f.stem);
+        });
+  } catch (const detail::StagedWriteError& e) {
+    switch (e.kind) {
+      case detail::StagedWriteError::NoFolder:
+        throw cannotSave("the folder does not exist");
+      case detail::StagedWriteError::IsDirectory:
+        throw cannotSave("it is a directory");
+      case detail::StagedWriteError::NoFile:
+        throw cannotSave("the writer produced no file");
+      case detail::StagedWriteError::Open:
+        throw PyCAException(__FILE__, __LINE__,
+                            "cannot open '" + e.path + "' to flush it: " + std::strerror(e.err));
+      case detail::StagedWriteError::Sync:
+        throw PyCAException(__FILE__, __LINE__, "cannot flush '" + e.path + "': " + std::strerror(e.err));
+      case detail::StagedWriteError::Rename:
+        throw PyCAException(__FILE__, __LINE__, "cannot rename to '" + e.path + "': " + std::strerror(e.err));
     }
-    std::vector<std::string> made = filesWithPrefix(p.dir, tmpStem + ".");
-    bool haveMain = false;
-    std::vector<std::string> companions;
-    for (const std::string& n : made) {
-      if (n == tmpBase) haveMain = true;
-      else companions.push_back(n);
-    }
-    if (!haveMain)
-      throw PyCAException(__FILE__, __LINE__,
-                          "ITK File Writer Exception: cannot save '" + name + "': the writer produced no file");
-    uint64_t want = 0, have = 0;
-    const std::string bad = incomplete(tmp, p.ext, p.dir, &want, &have);
-    if (!bad.empty())
-      throw PyCAException(__FILE__, __LINE__,
-                          "ITK File Writer Exception: cannot save '" + name + "': " +
-                              writeCause(p.dir, want, have) + ": the save was incomplete (" + bad + ")");
-    const std::string le = lower(p.ext);
-    if (!companions.empty() && (le == ".mhd" || le == ".nhdr")) fixHeaderRefs(tmp, tmpStem, p.stem);
-    for (const std::string& n : made) {
-      if (hadTarget) ::chmod((p.dir + "/" + n).c_str(), st.st_mode & 07777);
-      fsyncPath(p.dir + "/" + n, false);
-    }
-    for (const std::string& n : companions) {  // the data file first, then its header
-      const std::string to = p.dir + "/" + p.stem + n.substr(tmpStem.size());
-      if (std::rename((p.dir + "/" + n).c_str(), to.c_str()) != 0)
-        throw PyCAException(__FILE__, __LINE__, "cannot rename to '" + to + "': " + std::strerror(errno));
-    }
-    if (std::rename(tmp.c_str(), target.c_str()) != 0)
-      throw PyCAException(__FILE__, __LINE__, "cannot rename to '" + target + "': " + std::strerror(errno));
-    fsyncPath(p.dir, true);
-  } catch (...) {
-    for (const std::string& n : filesWithPrefix(p.dir, tmpStem + ".")) std::remove((p.dir + "/" + n).c_str());
     throw;
   }
 }

@@ -1,8 +1,10 @@
 """NumPy bridges, slicing, deformation and small utilities around PyCA.Core
 (legacy PyCACommon; file IO is in PyCAIO).
 
-Module layers (no import cycle): ``_arrays`` (the NumPy conversions) is the
-lowest, ``PyCAIO`` imports it, and this module imports both; the
+Module layers (no import cycle): ``_arrays`` (the NumPy conversions),
+``_helpers`` (axis names, frame names, random sources; shared with
+PyCA.Display) and ``atomic`` (file safety) are the lowest, ``PyCAIO``
+imports ``_arrays`` and ``atomic``, and this module imports them all; the
 conversions are re-exported here and by PyCA.Common.
 
 Heavy or optional packages (scipy, matplotlib) are imported only by the
@@ -18,8 +20,12 @@ import numpy as np
 import PyCA.Core as core
 
 from . import PyCAIO as _io
+from . import _helpers
 from ._arrays import (AsNPCopy, CopyDataFromNPArr, FieldFromNPArr, ImFromNPArr,  # noqa: F401
-                      IsField3D, IsImage3D, _vec3f)
+                      IsField3D, IsImage3D, as_vec3f)
+from ._helpers import axis_index, check_scratch, frame_name, normal_noise, random_source
+
+_vec3f = as_vec3f  # (the shared helpers under their former names)
 
 __all__ = ['ImFromNPArr', 'FieldFromNPArr', 'AsNPCopy', 'CopyDataFromNPArr',
            'IsImage3D', 'IsField3D', 'ImFromDLPack', 'FieldFromDLPack',
@@ -49,8 +55,8 @@ def ImFromDLPack(obj, sp=None, orig=None, copy=None):
         BufferError: ``copy=False`` and the data cannot be wrapped.
     """
     im = core.Image3D.FromDLPack(obj, copy=copy)
-    im.setSpacing(_vec3f(sp, (1.0, 1.0, 1.0)))
-    im.setOrigin(_vec3f(orig, (0.0, 0.0, 0.0)))
+    im.setSpacing(as_vec3f(sp, (1.0, 1.0, 1.0)))
+    im.setOrigin(as_vec3f(orig, (0.0, 0.0, 0.0)))
     return im
 
 
@@ -73,7 +79,7 @@ def FieldFromDLPack(obj, sp=None, orig=None, copy=None):
         BufferError: ``copy=False`` and the data cannot be wrapped.
     """
     f = core.Field3D.FromDLPack(obj, copy=copy)
-    g = core.GridInfo(f.size().copy(), _vec3f(sp, (1.0, 1.0, 1.0)), _vec3f(orig, (0.0, 0.0, 0.0)))
+    g = core.GridInfo(f.size().copy(), as_vec3f(sp, (1.0, 1.0, 1.0)), as_vec3f(orig, (0.0, 0.0, 0.0)))
     f.setGrid(g)
     return f
 
@@ -82,17 +88,8 @@ def FieldFromDLPack(obj, sp=None, orig=None, copy=None):
 # slicing
 
 #: Axis names and numbers: 0, 1, 2 and 'x', 'y', 'z' (also upper case).
-DIMMAP = {0: 0, 1: 1, 2: 2, 'x': 0, 'y': 1, 'z': 2, 'X': 0, 'Y': 1, 'Z': 2}
-
-
-def _dim(dim):
-    try:
-        return DIMMAP[dim]
-    except (KeyError, TypeError):
-        pass
-    if isinstance(dim, numbers.Integral) and int(dim) in (0, 1, 2):
-        return int(dim)
-    raise ValueError("dim must be 0, 1, 2, 'x', 'y' or 'z', got %r" % (dim,))
+DIMMAP = _helpers.DIMMAP  # (one dict, shared with PyCA.Display through _helpers)
+_dim = axis_index
 
 
 def _slice_index(idx, n, dim):
@@ -264,14 +261,7 @@ def _plane_shape(s, dim):
 # ---------------------------------------------------------------------------
 # deformations
 
-def _check_scratch(s, g, m, name):
-    if s is None:
-        return core.Field3D(g, m)
-    if not IsField3D(s):
-        raise TypeError("%s must be a Field3D or None, got %s" % (name, type(s).__name__))
-    if s.grid() != g or s.memType() != m:
-        raise ValueError("%s must have the grid and memory type of the velocity fields" % name)
-    return s
+_check_scratch = check_scratch
 
 
 def ComposeDef(V, t, asVField=False, inverse=False, scratchV1=None, scratchV2=None):
@@ -407,20 +397,10 @@ def TukeyWindow(sz, width):
     return w
 
 
-def _rng(seed):
-    """None: NumPy's global random state (legacy behaviour, np.random.seed
-    applies); an int or Generator: a reproducible generator."""
-    if seed is None:
-        return np.random
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(seed)
-
-
-def _normal(rng, sigma, shape):
-    if rng is np.random:
-        return np.random.normal(0.0, sigma, shape)
-    return rng.normal(0.0, sigma, shape)
+# the random source of a seed argument and its Gaussian samples (_helpers;
+# PyCATestData uses them too)
+_rng = random_source
+_normal = normal_noise
 
 
 def AddWhiteNoise(im, sigma, seed=None):
@@ -484,13 +464,7 @@ def GaussianBlur(im, sigma, mode='reflect', truncate=4.0):
 # ---------------------------------------------------------------------------
 # frames
 
-def _frame_name(pattern, i):
-    if '{' in pattern:
-        return pattern.format(i)
-    if '%' in pattern:
-        return pattern % i
-    root, ext = os.path.splitext(pattern)
-    return "%s%04d%s" % (root, i, ext or ".png")
+_frame_name = frame_name
 
 
 def _save_png(arr2d, fname, rng, cmap):

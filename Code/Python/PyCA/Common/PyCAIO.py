@@ -44,10 +44,12 @@ Conventions
 * Errors: a missing file raises FileNotFoundError, a directory
   IsADirectoryError, an empty, truncated, malformed or unreadable file an
   OSError (IOError), each naming the file and what is wrong. A failed load
-  changes nothing.
-* Saves are atomic: the data go to a temporary file beside the target
-  (``name.tmp-<pid>-<n>.<ext>``: same folder, same extension, so the writer
-  picks the format), which is verified (the size its header implies, a
+  changes nothing. The checks of a file before SimpleITK reads it are
+  PyCA.Common.atomic.check_readable (pyca-apply uses the same).
+* Saves are atomic (PyCA.Common.atomic.atomic_save): the data go to a
+  temporary file beside the target (``name.tmp-<pid>-<n>.<ext>``: same
+  folder, same extension, so the writer picks the format), which is
+  verified (the size its header implies, a
   compressed stream inflated to its end: a short write that a library only
   printed, as ITK's NIfTI writer does on a full disk, raises OSError naming
   the file and the cause, errno ENOSPC or EFBIG), flushed to disk (fsync)
@@ -68,13 +70,7 @@ Nothing here touches the network; SimpleITK, matplotlib and pydicom are
 imported when first needed.
 """
 import errno
-import gzip
-import itertools
-import math
 import os
-import re
-import stat
-import struct
 import weakref
 import zipfile
 import zlib
@@ -83,6 +79,8 @@ import numpy as np
 
 import PyCA.Core as core
 from ._arrays import AsNPCopy, FieldFromNPArr, ImFromNPArr, IsField3D, IsImage3D
+from .atomic import (atomic_json, atomic_save, check_complete, check_file, check_readable, itk_reason,
+                     nifti_geometry, read_error, require_simpleitk, split_ext)
 
 __all__ = ['LoadITKImage', 'SaveITKImage', 'LoadITKField', 'SaveITKField', 'ReadGrid',
            'LoadPNGImage', 'SavePNGImage',
@@ -91,6 +89,11 @@ __all__ = ['LoadITKImage', 'SaveITKImage', 'LoadITKField', 'SaveITKField', 'Read
            'LoadImageDCM',
            'LoadImage', 'SaveImage', 'LoadField', 'SaveField',
            'GetDirection', 'SetDirection']
+
+# The staged write under its former private names (Testing/Python/test_disk_full.py
+# calls PyCAIO._atomic_json); new code imports PyCA.Common.atomic.
+_atomic_save = atomic_save
+_atomic_json = atomic_json
 
 
 # ---------------------------------------------------------------------------
@@ -155,772 +158,49 @@ def _fspath(fname, who):
                         % (who, type(fname).__name__)) from None
 
 
-def _check_input(fname, who):
-    """Raises the OSError a reader should for a missing, unreadable,
-    directory or empty file."""
-    if not os.path.lexists(fname):
-        raise FileNotFoundError(errno.ENOENT, "%s: no such file" % who, fname)
-    if os.path.isdir(fname):
-        raise IsADirectoryError(errno.EISDIR, "%s: is a directory, not an image file" % who, fname)
-    try:
-        with open(fname, 'rb') as f:
-            empty = not f.read(1)
-    except OSError as e:
-        raise type(e)(e.errno, "%s: cannot open: %s" % (who, e.strerror), fname) from None
-    if empty:
-        raise OSError("%s: '%s' is empty (0 bytes)" % (who, fname))
-
-
-def _bad_file(who, fname, what, cause=None):
-    e = OSError("%s: cannot read '%s': %s" % (who, fname, what))
-    if cause is not None:
-        e.__cause__ = cause
-    return e
-
-
-def _itk_reason(exc):
-    """The useful part of a SimpleITK/ITK exception text."""
-    text = str(exc)
-    m = None
-    for m in re.finditer(r'(?:sitk::ERROR|ITK ERROR|itk::ERROR):\s*', text):
-        pass
-    reason = text[m.end():] if m else text
-    reason = re.sub(r'^\w+\(0x[0-9a-fA-F]+\):\s*', '', reason)
-    reason = ' '.join(reason.split())
-    if 'Unable to determine ImageIO reader' in reason:
-        return 'not an image file of a known format (no reader recognises its content)'
-    return reason[:600] or type(exc).__name__
-
-
-def _sitk(who):
-    try:
-        import SimpleITK
-    except ImportError as e:
-        raise ImportError("%s needs the SimpleITK package, which is not installed "
-                          "(pip install SimpleITK; ./run installs it)" % who, name='SimpleITK') from e
-    return SimpleITK
-
-
-# ---------------------------------------------------------------------------
-# Atomic saves
-
-_COMPRESSED_SUFFIXES = ('.gz', '.bz2', '.xz', '.zst', '.z')
-_HEADER_EXTS = ('.mhd', '.nhdr')  # text headers that name a separate data file
-_tmp_counter = itertools.count()
-
-
-def _split_ext(base):
-    """('name', '.nii.gz') for 'name.nii.gz'; ('name', '.mha') for 'name.mha'."""
-    stem, ext = os.path.splitext(base)
-    if ext.lower() in _COMPRESSED_SUFFIXES:
-        stem2, ext2 = os.path.splitext(stem)
-        if ext2:
-            return stem2, ext2 + ext
-    return stem, ext
-
-
-def _fsync_path(path, directory=False):
-    flags = os.O_RDONLY | (getattr(os, 'O_DIRECTORY', 0) if directory else 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        if directory:
-            return  # some platforms cannot open folders; the rename is still atomic
-        raise
-    try:
-        # file data (and its size) before the rename; a folder's entries after it
-        (os.fsync if directory else getattr(os, 'fdatasync', os.fsync))(fd)
-    except OSError:
-        if not directory:
-            raise
-    finally:
-        os.close(fd)
-
-
-def _fix_header_refs(header, tmp_stem, stem):
-    """Points a MetaImage/NRRD header written under a temporary name at the
-    data file's final name."""
-    with open(header, 'rb') as f:
-        lines = f.read().split(b'\n')
-    old, new = tmp_stem.encode() + b'.', stem.encode() + b'.'
-    for i, line in enumerate(lines):
-        key = line.split(b'=')[0].split(b':')[0].strip().lower()
-        if key in (b'elementdatafile', b'data file', b'datafile') and old in line:
-            lines[i] = line.replace(old, new)
-    with open(header, 'wb') as f:
-        f.write(b'\n'.join(lines))
-
-
-class _StderrCapture(object):
-    """Collects what C libraries print on file descriptor 2 while a writer
-    runs (ITK's NIfTI writer reports a short write only there), so that it
-    becomes part of the exception instead of a stray line, and is printed
-    as usual when the save succeeds. One capture at a time (a lock taken
-    without waiting): a save in another thread meanwhile prints as usual."""
-    _lock = __import__('threading').Lock()
-
-    def __init__(self):
-        self.text, self._fd, self._saved = '', None, None
-
-    def __enter__(self):
-        self.text, self._fd, self._saved = '', None, None
-        if not self._lock.acquire(blocking=False):
-            return self
-        try:
-            import sys
-            try:
-                sys.stderr.flush()
-            except Exception:
-                pass
-            memfd = getattr(os, 'memfd_create', None)
-            # in memory where possible: the disk may be the thing that is full
-            if memfd:
-                self._fd = memfd('pyca-stderr')
-            else:
-                self._fd, name = __import__('tempfile').mkstemp()
-                os.unlink(name)
-            self._saved = os.dup(2)
-            os.dup2(self._fd, 2)
-        except OSError:
-            self._release()
-        return self
-
-    def _release(self):
-        try:
-            if self._saved is not None:
-                os.dup2(self._saved, 2)
-                os.close(self._saved)
-            if self._fd is not None:
-                os.lseek(self._fd, 0, os.SEEK_SET)
-                chunks = []
-                while True:
-                    b = os.read(self._fd, 1 << 16)
-                    if not b:
-                        break
-                    chunks.append(b)
-                os.close(self._fd)
-                self.text = b''.join(chunks).decode('utf-8', 'replace')
-        finally:
-            self._fd = self._saved = None
-            self._lock.release()
-
-    def __exit__(self, *exc):
-        if self._saved is not None or self._fd is not None:
-            self._release()
-        return False
-
-    def replay(self):
-        if self.text:
-            try:
-                os.write(2, self.text.encode('utf-8', 'replace'))
-            except OSError:
-                pass
-
-
-def _write_cause(folder, want=None, have=None):
-    """Why a file in folder may have come out short: the file size limit
-    (RLIMIT_FSIZE), a full file system, or (neither visible) a short write."""
-    try:
-        import resource
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if limit != resource.RLIM_INFINITY and (want is None or want > limit or
-                                                (have is not None and have >= limit)):
-            return errno.EFBIG, 'File too large (the file size limit, RLIMIT_FSIZE, is %d bytes)' % limit
-    except (ImportError, OSError, ValueError):
-        pass
-    try:
-        st = os.statvfs(folder)
-        free = st.f_bavail * st.f_frsize
-        missing = (want - have) if (want is not None and have is not None) else 0
-        if free <= max(missing, 4 * st.f_frsize, 1 << 16):
-            return errno.ENOSPC, 'No space left on device (%d bytes free)' % free
-    except (AttributeError, OSError):
-        pass
-    return errno.EIO, 'short write'
-
-
-def _count_bytes(path, offset, decompress=None):
-    """(bytes of path from offset, stream complete) read raw, or through a
-    zlib ('zlib') or gzip ('gzip') decompressor to the stream's end."""
-    if decompress is None:
-        return os.path.getsize(path) - offset, True
-    d = zlib.decompressobj(zlib.MAX_WBITS | (16 if decompress == 'gzip' else 0))
-    total = 0
-    with open(path, 'rb') as f:
-        f.seek(offset)
-        while True:
-            chunk = f.read(1 << 22)
-            if not chunk:
-                break
-            try:
-                while chunk:
-                    total += len(d.decompress(chunk, 1 << 26))
-                    chunk = d.unconsumed_tail
-                    if d.eof and decompress == 'gzip' and d.unused_data:
-                        chunk = d.unused_data  # another gzip member
-                        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
-            except zlib.error:
-                return total, False
-    total += len(d.flush())
-    return total, d.eof
-
-
-def _header_fields(path, limit=65536, stop=None, sep=b'='):
-    """(fields dict with lower-case keys, byte offset after the header) of a
-    MetaImage (sep '=', up to the ElementDataFile line) or NRRD (sep ':',
-    up to the first empty line) text header."""
-    with open(path, 'rb') as f:
-        head = f.read(limit)
-    fields, pos = {}, 0
-    while pos < len(head):
-        nl = head.find(b'\n', pos)
-        if nl < 0:
-            return fields, None  # the header itself is cut short
-        line = head[pos:nl].rstrip(b'\r')
-        pos = nl + 1
-        if sep == b':' and not line.strip():
-            return fields, pos
-        key, s, val = line.partition(b':=' if b':=' in line and sep == b':' else sep)
-        if s:
-            k = key.strip().lower().decode('latin-1')
-            fields[k] = val.strip().decode('latin-1')
-            if stop is not None and k == stop:
-                return fields, pos
-    return fields, None
-
-
-def _product(text):
-    n = 1
-    for v in text.split():
-        n *= int(float(v))
-    return n
-
-
-_NRRD_BYTES = {'float': 4, 'double': 8, 'uchar': 1, 'unsigned char': 1, 'uint8': 1, 'uint8_t': 1,
-               'signed char': 1, 'char': 1, 'int8': 1, 'int8_t': 1, 'short': 2, 'ushort': 2,
-               'unsigned short': 2, 'int16': 2, 'uint16': 2, 'int16_t': 2, 'uint16_t': 2, 'int': 4,
-               'uint': 4, 'unsigned int': 4, 'int32': 4, 'uint32': 4, 'int32_t': 4, 'uint32_t': 4,
-               'longlong': 8, 'ulonglong': 8, 'int64': 8, 'uint64': 8, 'int64_t': 8, 'uint64_t': 8}
-
-
-def _incomplete(path, ext, folder):
-    """None when the file just written at path (of extension ext) is
-    complete, else (what is wrong, bytes expected or None, bytes present or
-    None). The checks see a short write that a library reported only on
-    stderr (ITK's NIfTI writer) or not at all: the size the header implies
-    for NIfTI, MetaImage, NRRD and .npy; the compressed stream read to its
-    end with the implied length (.nii.gz, compressed MetaImage and NRRD);
-    the zip archive's directory and checksums (.npz); the closing chunk of
-    a PNG; a JSON text that parses. Other formats: a file that is not
-    empty."""
-    low = ext.lower()
-    size = os.path.getsize(path)
-    if size == 0:
-        return 'the file is empty', None, 0
-    try:
-        if low in ('.nii', '.nii.gz'):
-            gz = low.endswith('.gz')
-            try:
-                with (gzip.open(path, 'rb') if gz else open(path, 'rb')) as f:
-                    hdr = f.read(540)
-            except (OSError, EOFError, zlib.error):
-                return 'the gzip stream is cut short inside the NIfTI header', None, None
-            layout = _nifti_layout(hdr)
-            if layout is None:
-                return 'no complete NIfTI header', None, len(hdr)
-            want = layout[0]
-            have, ok = _count_bytes(path, 0, 'gzip' if gz else None)
-            if not ok:
-                return ('the gzip stream ends before its end (%d of %d bytes decompress)'
-                        % (have, want)), want, have
-            if have < want:
-                return '%d of %d bytes written' % (have, want), want, have
-        elif low in ('.mha', '.mhd'):
-            fields, start = _header_fields(path, stop='elementdatafile')
-            if start is None or 'elementdatafile' not in fields:
-                return 'the MetaImage header is cut short', None, size
-            data = fields['elementdatafile']
-            n = _product(fields.get('dimsize', '')) * int(float(fields.get('elementnumberofchannels', '1')))
-            raw = n * _MET_BYTES.get(fields.get('elementtype'), 0)
-            if data.upper() == 'LOCAL':
-                dpath, off = path, start
-            else:
-                dpath, off = os.path.join(folder, data), 0
-                if not os.path.isfile(dpath):
-                    return "the data file '%s' is missing" % data, raw, 0
-            compressed = fields.get('compresseddata', 'false').lower() == 'true'
-            have, ok = _count_bytes(dpath, off)
-            if compressed:
-                want = int(fields.get('compresseddatasize', have))
-                if have < want:
-                    return '%d of %d compressed bytes written' % (have, want), want, have
-                have, ok = _count_bytes(dpath, off, 'zlib')
-                if not ok or (raw and have != raw):
-                    return ('the compressed data end early (%d of %d bytes decompress)'
-                            % (have, raw)), raw, have
-            elif raw and have < raw:
-                return '%d of %d bytes of data written' % (have, raw), raw, have
-        elif low in ('.nrrd', '.nhdr'):
-            fields, start = _header_fields(path, sep=b':')
-            if start is None and low == '.nrrd':
-                return 'the NRRD header is cut short', None, size
-            typ = fields.get('type', '').lower()
-            want = _product(fields.get('sizes', '')) * _NRRD_BYTES.get(typ, 0)
-            data = fields.get('data file') or fields.get('datafile')
-            if data:
-                dpath, off = os.path.join(folder, data), 0
-                if not os.path.isfile(dpath):
-                    return "the data file '%s' is missing" % data, want, 0
-            else:
-                dpath, off = path, start
-            enc = fields.get('encoding', 'raw').lower()
-            if enc in ('gzip', 'gz'):
-                have, ok = _count_bytes(dpath, off, 'gzip')
-                if not ok:
-                    return ('the gzip stream ends before its end (%d of %d bytes decompress)'
-                            % (have, want)), want, have
-            else:
-                have, ok = _count_bytes(dpath, off)
-                if enc != 'raw':
-                    want = 0
-            if want and have < want:
-                return '%d of %d bytes of data written' % (have, want), want, have
-        elif low == '.npy':
-            with open(path, 'rb') as f:
-                version = np.lib.format.read_magic(f)
-                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0)
-                shape, _, dtype = read(f)
-                want = f.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            if size < want:
-                return '%d of %d bytes written' % (size, want), want, size
-        elif low == '.npz':
-            with zipfile.ZipFile(path) as z:
-                bad = z.testzip()
-            if bad is not None:
-                return "the archive member '%s' fails its checksum" % bad, None, size
-        elif low == '.png':
-            with open(path, 'rb') as f:
-                f.seek(max(size - 12, 0))
-                tail = f.read(12)
-            if tail[4:8] != b'IEND':
-                return 'the PNG file has no closing IEND chunk', None, size
-        elif low == '.json':
-            import json
-            with open(path, 'rb') as f:
-                json.loads(f.read().decode('utf-8'))
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile, struct.error, zlib.error) as e:
-        return 'the written file is not readable back (%s)' % (str(e) or type(e).__name__), None, size
-    return None
-
-
-def _save_error(who, fname, cause, err=None, stderr_text=''):
-    """The OSError of a failed save: names the file and the cause; errno set."""
-    lib = ' '.join(stderr_text.split())
-    e = OSError("%s: cannot write '%s': %s%s" % (who, fname, cause,
-                                                  ' (the writer said: %s)' % lib[:300] if lib else ''))
-    e.errno = err  # (no strerror / filename: str(e) stays this message)
-    return e
-
-
-def _atomic_save(fname, write, who, itk_errors=True):
-    """Runs write(tmp_path), verifies the temporary file (_incomplete) and
-    moves it over fname atomically (see the module notes). A write that
-    fails, or comes out short, raises OSError naming fname and the cause;
-    the earlier file is untouched and no temporary is left. write's
-    SimpleITK errors become such OSErrors (with itk_errors; without,
-    write's other exceptions propagate as they are). Also used by
-    PyCA.Apps (JSON, summary PNGs) and PyCA.Display (figures)."""
-    target = os.path.realpath(fname) if os.path.islink(fname) else fname
-    folder = os.path.dirname(os.path.abspath(target))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(errno.ENOENT, "%s: the folder to save into does not exist" % who, fname)
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, "%s: cannot save over a directory" % who, fname)
-    stem, ext = _split_ext(os.path.basename(target))
-    tmp_stem = '%s.tmp-%d-%d' % (stem, os.getpid(), next(_tmp_counter))
-    tmp = os.path.join(folder, tmp_stem + ext)
-
-    def ours():
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return []
-        return [n for n in names if n == tmp_stem + ext or n.startswith(tmp_stem + '.')]
-
-    cap = _StderrCapture()
-    try:
-        try:
-            with cap if itk_errors else _no_capture:
-                write(tmp)
-        except RuntimeError as e:  # SimpleITK
-            if not itk_errors:
-                raise
-            text, err = _itk_reason(e), errno.EIO
-            if any(k in text for k in ('No space left', 'File too large', 'wrote only', 'only wrote')):
-                err, why = _write_cause(folder)
-                text = why + ' (' + text[:300] + ')'
-            raise _save_error(who, fname, text, err) from e
-        except OSError as e:
-            if str(e).startswith(who + ':'):
-                raise
-            if e.errno:
-                raise _save_error(who, fname, e.strerror or str(e), e.errno) from e
-            err, why = _write_cause(folder)  # numpy's tofile: "N requested and M written"
-            raise _save_error(who, fname, '%s (%s)' % (why, e), err) from e
-        made = ours()
-        if os.path.basename(tmp) not in made:
-            raise _save_error(who, fname, 'the writer produced no file', errno.EIO, cap.text)
-        bad = _incomplete(tmp, ext, folder)
-        if bad is not None:
-            what, want, have = bad
-            err, why = _write_cause(folder, want, have)
-            raise _save_error(who, fname, '%s; the save was incomplete: %s' % (why, what), err, cap.text)
-        cap.replay()
-        companions = [n for n in made if n != os.path.basename(tmp)]
-        if companions and ext.lower() in _HEADER_EXTS:
-            _fix_header_refs(tmp, tmp_stem, stem)
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-        except OSError:
-            mode = None
-        try:
-            for n in made:
-                p = os.path.join(folder, n)
-                if mode is not None:
-                    os.chmod(p, mode)
-                _fsync_path(p)
-        except OSError as e:  # a file system that reports the full disk only now
-            raise _save_error(who, fname, 'cannot flush it to disk: %s' % (e.strerror or e), e.errno) from e
-        for n in companions:  # data first, then the header that names it
-            os.replace(os.path.join(folder, n), os.path.join(folder, stem + n[len(tmp_stem):]))
-        os.replace(tmp, target)
-        _fsync_path(folder, directory=True)
-    except BaseException:
-        for n in ours():
-            try:
-                os.unlink(os.path.join(folder, n))
-            except OSError:
-                pass
-        raise
-
-
-class _NoCapture(object):
-    text = ''
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_no_capture = _NoCapture()
-
-
-def _atomic_json(fname, data, who, **dump_kw):
-    """Writes json.dumps(data, **dump_kw) + newline to fname atomically
-    (temporary file beside it, fsync, os.replace, fsync of the folder)."""
-    import json
-    text = json.dumps(data, **dump_kw) + '\n'  # errors (NaN, types) before any file is made
-
-    def write(tmp):
-        with open(tmp, 'w') as f:
-            f.write(text)
-    _atomic_save(os.fspath(fname), write, who, itk_errors=False)
-
-
-# ---------------------------------------------------------------------------
-# NIfTI completeness (ITK reads a truncated .nii / .nii.gz without a word)
-
-def _nifti_layout(hdr):
-    """(vox_offset + data bytes, single_file) from a NIfTI-1/2 header, or None."""
-    for endian in '<>':
-        if len(hdr) >= 348 and struct.unpack(endian + 'i', hdr[:4])[0] == 348:
-            magic = hdr[344:348]
-            if magic not in (b'n+1\0', b'ni1\0'):
-                return None
-            dims = struct.unpack(endian + '8h', hdr[40:56])
-            bitpix = struct.unpack(endian + 'h', hdr[72:74])[0]
-            offset = int(struct.unpack(endian + 'f', hdr[108:112])[0])
-            single = magic == b'n+1\0'
-        elif len(hdr) >= 540 and struct.unpack(endian + 'i', hdr[:4])[0] == 540:
-            magic = hdr[4:8]
-            if magic not in (b'n+2\0', b'ni2\0'):
-                return None
-            bitpix = struct.unpack(endian + 'h', hdr[14:16])[0]
-            dims = struct.unpack(endian + '8q', hdr[16:80])
-            offset = struct.unpack(endian + 'q', hdr[168:176])[0]
-            single = magic == b'n+2\0'
-        else:
-            continue
-        nd = dims[0]
-        if not 1 <= nd <= 7 or bitpix <= 0 or any(d < 0 for d in dims[1:nd + 1]):
-            return None
-        n = 1
-        for d in dims[1:nd + 1]:
-            n *= max(d, 1)
-        return (offset if single else 0) + n * bitpix // 8, single
-    return None
-
-
-def _gzip_length(fname):
-    """Decompressed length of a gzip file (all members), or None when the
-    stream is cut short (_count_bytes)."""
-    try:
-        total, complete = _count_bytes(fname, 0, 'gzip')
-    except OSError:
-        return None
-    return total if complete else None
-
-
-def _nifti_header(fname, who):
-    """The first 540 bytes of a .nii / .nii.gz file (None for other names)."""
-    low = fname.lower()
-    if not (low.endswith('.nii.gz') or low.endswith('.nii')):
-        return None
-    try:
-        with (gzip.open(fname, 'rb') if low.endswith('.gz') else open(fname, 'rb')) as f:
-            return f.read(540)
-    except (OSError, EOFError, zlib.error) as e:
-        raise _bad_file(who, fname, 'corrupt compressed NIfTI header (%s)' % e, e) from None
-
-
-def _nifti_geometry(hdr):
-    """The geometry fields of a NIfTI-1/2 header: dict with dim0, pixdim (8),
-    qcode, scode, quat (quatern b, c, d, qoffset x, y, z) and srow (12), or
-    None for other headers."""
-    for endian in '<>':
-        if len(hdr) >= 348 and struct.unpack(endian + 'i', hdr[:4])[0] == 348:
-            f, dim0 = 'f', struct.unpack(endian + 'h', hdr[40:42])[0]
-            pix, codes, quat, srow = 76, struct.unpack(endian + '2h', hdr[252:256]), 256, 280
-        elif len(hdr) >= 540 and struct.unpack(endian + 'i', hdr[:4])[0] == 540:
-            f, dim0 = 'd', struct.unpack(endian + 'q', hdr[16:24])[0]
-            pix, codes, quat, srow = 104, struct.unpack(endian + '2i', hdr[344:352]), 352, 400
-        else:
-            continue
-        w = struct.calcsize(f)
-
-        def floats(off, n):
-            return struct.unpack(endian + '%d%s' % (n, f), hdr[off:off + n * w])
-        return {'dim0': dim0, 'pixdim': floats(pix, 8), 'qcode': codes[0], 'scode': codes[1],
-                'quat': floats(quat, 6), 'srow': floats(srow, 12)}
-    return None
-
-
-def _nifti_z(hdr):
-    """(dim[0], z spacing, z origin) of a NIfTI-1/2 header, or None. ITK
-    reads a vector NIfTI with one z plane as 2-D; these restore its z."""
-    g = _nifti_geometry(hdr)
-    if g is None:
-        return None
-    dz = g['pixdim'][3]
-    oz = g['srow'][11] if g['scode'] > 0 else (g['quat'][5] if g['qcode'] > 0 else 0.0)
-    return g['dim0'], abs(dz) if dz else 1.0, oz
-
-
-def _check_nifti_transform(fname, who, hdr):
-    """A NIfTI header whose voxel sizes or spatial transform (the qform's
-    quaternion and offset when qform_code > 0, the sform's rows when
-    sform_code > 0) hold NaN or infinity is refused before ITK reads it:
-    ITK's NIfTI reader spins without end on such a header (found by the
-    fuzzer: one infinite sform entry)."""
-    g = _nifti_geometry(hdr) if hdr is not None else None
-    if g is None:
-        return
-    nd = min(max(int(g['dim0']), 0), 7)
-    bad = [('pixdim', v) for v in g['pixdim'][:nd + 1] if not math.isfinite(v)]
-    if g['qcode'] > 0:
-        bad += [('qform', v) for v in g['quat'] if not math.isfinite(v)]
-    if g['scode'] > 0:
-        bad += [('sform', v) for v in g['srow'] if not math.isfinite(v)]
-    if bad:
-        raise _bad_file(who, fname, 'the NIfTI header holds %r in its %s (voxel sizes and the '
-                        'spatial transform must be finite)' % (bad[0][1], bad[0][0]))
-
-
-def _check_nifti_complete(fname, who, hdr):
-    if hdr is None:
-        return
-    gz = fname.lower().endswith('.gz')
-    layout = _nifti_layout(hdr)
-    if layout is None or not layout[1]:
-        return  # ITK judges (or .hdr/.img pairs: ITK checks the .img)
-    want = layout[0]
-    if not gz:
-        have = os.path.getsize(fname)
-    else:
-        with open(fname, 'rb') as f:
-            f.seek(-4, os.SEEK_END)
-            isize = struct.unpack('<I', f.read(4))[0]
-        if isize == want % 2 ** 32:
-            return  # ISIZE (the length mod 2^32) as expected: a cheap, usual pass
-        have = _gzip_length(fname)  # cut files, extra bytes, multi-member streams: count
-        if have is None:
-            raise _bad_file(who, fname, 'truncated gzip stream (the file ends inside the '
-                            'compressed data; %d bytes expected)' % want)
-    if have < want:
-        raise _bad_file(who, fname, 'truncated NIfTI file: %d bytes of data expected, %d present'
-                        % (want, have))
-
-
 # ---------------------------------------------------------------------------
 # SimpleITK images and fields
-
-def _check_metaimage_header(fname, who):
-    """A MetaImage header (.mha/.mhd) whose NDims is not 1..16 is refused
-    before SimpleITK reads it (ITK's MetaIO crashes on absurd values)."""
-    if not fname.lower().endswith(('.mha', '.mhd')):
-        return
-    try:
-        with open(fname, 'rb') as f:
-            head = f.read(8192)
-    except OSError:
-        return  # the reader reports it
-    for line in head.split(b'\n'):
-        key, sep, val = line.partition(b'=')
-        if sep and key.strip().lower() == b'ndims':
-            try:
-                n = float(val.strip().split()[0])
-            except (ValueError, IndexError):
-                raise _bad_file(who, fname, 'a MetaImage header with NDims = %r'
-                                % val.strip()[:40].decode('latin-1')) from None
-            if not (n == int(n) and 1 <= n <= 16):
-                raise _bad_file(who, fname, 'a MetaImage header with NDims = %s (1..16 expected)'
-                                % val.strip()[:40].decode('latin-1'))
-            return
-        if key.strip().lower() == b'elementdatafile':
-            return
-
-
-_MET_BYTES = {'MET_UCHAR': 1, 'MET_CHAR': 1, 'MET_USHORT': 2, 'MET_SHORT': 2, 'MET_UINT': 4,
-              'MET_INT': 4, 'MET_FLOAT': 4, 'MET_DOUBLE': 8, 'MET_ULONG_LONG': 8, 'MET_LONG_LONG': 8}
-
-
-def _check_metaimage_pair(fname, who):
-    """A .mhd header and its data file must be of one save: the size of the
-    data file is the header's CompressedDataSize (compressed) or DimSize x
-    components x element size (raw). A save of a pair renames the data file
-    and then the header, so a process killed between the two renames leaves
-    the new data beside the old header; ITK would read that mix without a
-    word (garbage voxels), so it is refused here."""
-    if not fname.lower().endswith('.mhd'):
-        return
-    try:
-        with open(fname, 'rb') as f:
-            head = f.read(65536)
-    except OSError:
-        return
-    keys = {}
-    for line in head.split(b'\n'):
-        key, sep, val = line.partition(b'=')
-        if sep:
-            k = key.strip().lower().decode('latin-1')
-            keys[k] = val.strip().decode('latin-1')
-            if k == 'elementdatafile':
-                break
-    data = keys.get('elementdatafile', '')
-    if not data or data.upper() in ('LOCAL', 'LIST') or ' ' in data or '%' in data:
-        return
-    path = data if os.path.isabs(data) else os.path.join(os.path.dirname(os.path.abspath(fname)), data)
-    try:
-        have = os.path.getsize(path)
-    except OSError:
-        return  # the reader reports a missing data file
-    try:
-        if keys.get('compresseddata', 'false').lower() == 'true':
-            if 'compresseddatasize' not in keys:
-                return
-            want = int(keys['compresseddatasize'])
-        else:
-            if int(float(keys.get('headersize', '0'))) != 0 or keys.get('elementtype') not in _MET_BYTES:
-                return
-            want = _MET_BYTES[keys['elementtype']] * int(float(keys.get('elementnumberofchannels', '1')))
-            for v in keys.get('dimsize', '').split():
-                want *= int(float(v))
-    except ValueError:
-        return  # _check_metaimage_header / the reader report malformed numbers
-    if want != have:
-        raise _bad_file(who, fname, "the data file '%s' has %d bytes, the header expects %d (header and "
-                        "data of different saves: an interrupted save?)" % (data, have, want))
-
-
-def _check_header_numbers(reader, fname, who):
-    """Sizes, spacings and origins a grid can hold (int32 sizes, finite
-    float32 spacings and origins), else a clear error naming the file."""
-    f32 = float(np.finfo(np.float32).max)
-    size = reader.GetSize()
-    if any(not (0 <= int(s) < 2 ** 31) for s in size):
-        raise _bad_file(who, fname, 'an image size %s out of range' % (tuple(size),))
-    for what, vals in (('a spacing', reader.GetSpacing()), ('an origin', reader.GetOrigin())):
-        if any(not (np.isfinite(v) and abs(v) <= f32) for v in vals):
-            raise _bad_file(who, fname, '%s %s that is not a finite float32' % (what, tuple(vals)))
-
 
 def _read_sitk(fname, who, vector):
     """(sitk image of float32 [vector] pixels, number of components), after
     every check; raises OSError naming the file."""
     fname = _fspath(fname, who)
-    sitk = _sitk(who)
-    _check_input(fname, who)
-    _check_metaimage_header(fname, who)
-    _check_metaimage_pair(fname, who)
-    _check_nifti_transform(fname, who, _nifti_header(fname, who))
-    reader = sitk.ImageFileReader()
-    reader.SetFileName(fname)
-    try:
-        reader.ReadImageInformation()
-    except RuntimeError as e:
-        raise _bad_file(who, fname, _itk_reason(e), e) from None
-    _check_io_matches_extension(reader, fname, who)
-    _check_header_numbers(reader, fname, who)
+    sitk = require_simpleitk(who)
+    reader, hdr = check_readable(fname, who)
     dim, size = reader.GetDimension(), reader.GetSize()
     ncomp = reader.GetNumberOfComponents()
     if dim == 4 and size[3] == 1:
         dim = 3
     if not 2 <= dim <= 3:
-        raise _bad_file(who, fname, 'a %d-D image (PyCA images are 2-D or 3-D)' % reader.GetDimension())
+        raise read_error(who, fname, 'a %d-D image (PyCA images are 2-D or 3-D)' % reader.GetDimension())
     pid = reader.GetPixelID()
     if 'complex' in sitk.GetPixelIDValueAsString(pid):
-        raise _bad_file(who, fname, 'complex pixels (%s) cannot be converted to float32'
+        raise read_error(who, fname, 'complex pixels (%s) cannot be converted to float32'
                         % sitk.GetPixelIDValueAsString(pid))
     if vector and ncomp not in (2, 3):
-        raise _bad_file(who, fname, '%d component(s) per pixel; a field file holds 2- or 3-vectors '
+        raise read_error(who, fname, '%d component(s) per pixel; a field file holds 2- or 3-vectors '
                         '(use LoadITKImage for scalar images)' % ncomp)
     if not vector and ncomp != 1:
-        raise _bad_file(who, fname, '%d components per pixel; an image file holds scalars '
+        raise read_error(who, fname, '%d components per pixel; an image file holds scalars '
                         '(use LoadITKField for vector fields)' % ncomp)
-    hdr = _nifti_header(fname, who)
-    _check_nifti_complete(fname, who, hdr)
+    check_complete(fname, who, hdr)
     reader.SetOutputPixelType(sitk.sitkVectorFloat32 if vector else sitk.sitkFloat32)
     try:
         img = reader.Execute()
     except RuntimeError as e:
-        raise _bad_file(who, fname, _itk_reason(e), e) from None
+        raise read_error(who, fname, itk_reason(e), e) from None
     return sitk, img, ncomp, hdr
 
 
-# The ImageIO a known extension promises: a file whose content another reader
-# recognises (a PNG named .nii) is refused rather than read as something else.
-_EXPECTED_IO = {'.nii': 'NiftiImageIO', '.nii.gz': 'NiftiImageIO', '.hdr': 'NiftiImageIO',
-                '.img': 'NiftiImageIO', '.img.gz': 'NiftiImageIO', '.mha': 'MetaImageIO',
-                '.mhd': 'MetaImageIO', '.nrrd': 'NrrdImageIO', '.nhdr': 'NrrdImageIO',
-                '.vtk': 'VTKImageIO', '.tif': 'TIFFImageIO', '.tiff': 'TIFFImageIO',
-                '.jpg': 'JPEGImageIO', '.jpeg': 'JPEGImageIO', '.bmp': 'BMPImageIO',
-                '.gipl': 'GiplImageIO', '.gipl.gz': 'GiplImageIO'}
-
-
-def _check_io_matches_extension(reader, fname, who):
-    want = _EXPECTED_IO.get(_split_ext(os.path.basename(fname))[1].lower())
-    if not want:
-        return
-    try:
-        got = reader.GetImageIOFromFileName(fname)  # the reader that recognises the content
-    except Exception:
-        return
-    if want and got and got != want:
-        raise _bad_file(who, fname, 'its content is not what the extension says (read by %s, '
-                        'expected %s)' % (got, want))
+def _nifti_z(hdr):
+    """(dim[0], z spacing, z origin) of a NIfTI-1/2 header, or None. ITK
+    reads a vector NIfTI with one z plane as 2-D; these restore its z."""
+    g = nifti_geometry(hdr)
+    if g is None:
+        return None
+    dz = g['pixdim'][3]
+    oz = g['srow'][11] if g['scode'] > 0 else (g['quat'][5] if g['qcode'] > 0 else 0.0)
+    return g['dim0'], abs(dz) if dz else 1.0, oz
 
 
 def _geometry_lists(obj, hdr):
@@ -1024,7 +304,7 @@ def ReadGrid(fname):
     fname = _fspath(fname, who)
     low = fname.lower()
     if low.endswith('.npy') or low.endswith('.npz'):
-        _check_input(fname, who)
+        check_file(fname, who)
         if low.endswith('.npz'):
             d = _load_npz(fname, who, 3, 4)
             return d['grid']
@@ -1032,20 +312,11 @@ def ReadGrid(fname):
             with open(fname, 'rb') as f:
                 shape = _npy_shape(f)
         except Exception as e:
-            raise _bad_file(who, fname, 'not a NumPy .npy file (%s)' % e, e) from None
+            raise read_error(who, fname, 'not a NumPy .npy file (%s)' % e, e) from None
         shape = tuple(shape[:3]) + (1,) * (3 - min(len(shape), 3))
         return core.GridInfo(core.Vec3Di(*[int(s) for s in shape]))
-    sitk = _sitk(who)
-    _check_input(fname, who)
-    _check_metaimage_header(fname, who)
-    _check_nifti_transform(fname, who, _nifti_header(fname, who))
-    reader = sitk.ImageFileReader()
-    reader.SetFileName(fname)
-    try:
-        reader.ReadImageInformation()
-    except RuntimeError as e:
-        raise _bad_file(who, fname, _itk_reason(e), e) from None
-    size, sp, org = _geometry_lists(reader, _nifti_header(fname, who))
+    reader, hdr = check_readable(fname, who)
+    size, sp, org = _geometry_lists(reader, hdr)
     return core.GridInfo(core.Vec3Di(*[int(s) for s in size]), core.Vec3Df(*sp), core.Vec3Df(*org))
 
 
@@ -1084,13 +355,13 @@ def SaveITKImage(im, fname, useCompression=False, direction=None):
     if not IsImage3D(im):
         raise TypeError("%s expects an Image3D, got %s" % (who, type(im).__name__))
     fname = _fspath(fname, who)
-    sitk = _sitk(who)
+    sitk = require_simpleitk(who)
 
     def write(tmp):
         img = sitk.GetImageFromArray(_host_view(im).T)  # (z, y, x): the same memory order
         _set_geometry(img, im, direction)
         sitk.WriteImage(img, tmp, bool(useCompression))
-    _atomic_save(fname, write, who)
+    atomic_save(fname, write, who)
 
 
 def SaveITKField(f, fname, useCompression=False, direction=None):
@@ -1111,7 +382,7 @@ def SaveITKField(f, fname, useCompression=False, direction=None):
     if not IsField3D(f):
         raise TypeError("%s expects a Field3D, got %s" % (who, type(f).__name__))
     fname = _fspath(fname, who)
-    sitk = _sitk(who)
+    sitk = require_simpleitk(who)
 
     def write(tmp):
         if f.memType() == core.MEM_DEVICE:
@@ -1124,7 +395,7 @@ def SaveITKField(f, fname, useCompression=False, direction=None):
         del zyx3
         _set_geometry(img, f, direction)
         sitk.WriteImage(img, tmp, bool(useCompression))
-    _atomic_save(fname, write, who)
+    atomic_save(fname, write, who)
 
 
 # ---------------------------------------------------------------------------
@@ -1155,7 +426,7 @@ def LoadPNGImage(fname, mType=core.MEM_HOST, sp=None, orig=None):
     """
     who = 'LoadPNGImage'
     fname = _fspath(fname, who)
-    _check_input(fname, who)
+    check_file(fname, who)
     try:
         import matplotlib.image as mimage
     except ImportError as e:
@@ -1167,7 +438,7 @@ def LoadPNGImage(fname, mType=core.MEM_HOST, sp=None, orig=None):
                 raise ValueError('no PNG signature')
         arr = mimage.imread(fname, format='png')
     except Exception as e:
-        raise _bad_file(who, fname, 'not a readable PNG file (%s)' % (str(e) or type(e).__name__), e) \
+        raise read_error(who, fname, 'not a readable PNG file (%s)' % (str(e) or type(e).__name__), e) \
             from None
     arr = np.asarray(arr, dtype=np.float32)
     if arr.ndim == 3:
@@ -1180,7 +451,7 @@ def LoadPNGImage(fname, mType=core.MEM_HOST, sp=None, orig=None):
             else:
                 arr = (rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)).astype(np.float32)
     if arr.ndim != 2:
-        raise _bad_file(who, fname, 'unexpected PNG array shape %s' % (arr.shape,))
+        raise read_error(who, fname, 'unexpected PNG array shape %s' % (arr.shape,))
     return ImFromNPArr(arr, mType, sp, orig)
 
 
@@ -1236,7 +507,7 @@ def SavePNGImage(im, fname, rng=None, cmap='gray', bitDepth=8):
 
     def write(tmp):
         pic.save(tmp, format='PNG')
-    _atomic_save(fname, write, who)
+    atomic_save(fname, write, who)
 
 
 # ---------------------------------------------------------------------------
@@ -1246,7 +517,7 @@ def _save_numpy(fname, who, dump):
     def write(tmp):
         with open(tmp, 'wb') as fh:
             dump(fh)
-    _atomic_save(fname, write, who)
+    atomic_save(fname, write, who)
 
 
 def _field_array(f):
@@ -1290,16 +561,16 @@ def SaveFieldNPY(f, fname):
 
 def _load_npy(fname, who):
     fname = _fspath(fname, who)
-    _check_input(fname, who)
+    check_file(fname, who)
     try:
         a = np.load(fname, allow_pickle=False)
     except Exception as e:
-        raise _bad_file(who, fname, 'not a readable NumPy .npy file (%s)' % (str(e) or type(e).__name__),
+        raise read_error(who, fname, 'not a readable NumPy .npy file (%s)' % (str(e) or type(e).__name__),
                         e) from None
     if not isinstance(a, np.ndarray):
-        raise _bad_file(who, fname, 'holds an .npz archive, not an .npy array')
+        raise read_error(who, fname, 'holds an .npz archive, not an .npy array')
     if a.dtype.kind not in 'biuf':
-        raise _bad_file(who, fname, 'holds %s values, not real numbers' % a.dtype)
+        raise read_error(who, fname, 'holds %s values, not real numbers' % a.dtype)
     return fname, a
 
 
@@ -1323,7 +594,7 @@ def LoadImageNPY(fname, mType=core.MEM_HOST, sp=None, orig=None):
     """
     fname, a = _load_npy(fname, 'LoadImageNPY')
     if not 1 <= a.ndim <= 3:
-        raise _bad_file('LoadImageNPY', fname, 'a %d-D array %s; an image is 1- to 3-D' % (a.ndim, a.shape))
+        raise read_error('LoadImageNPY', fname, 'a %d-D array %s; an image is 1- to 3-D' % (a.ndim, a.shape))
     return ImFromNPArr(a, mType, sp, orig)
 
 
@@ -1348,7 +619,7 @@ def LoadFieldNPY(fname, mType=core.MEM_HOST, sp=None, orig=None):
     try:
         return FieldFromNPArr(a, mType, sp, orig)
     except ValueError as e:
-        raise _bad_file('LoadFieldNPY', fname, str(e), e) from None
+        raise read_error('LoadFieldNPY', fname, str(e), e) from None
 
 
 def _npz_dict(obj, data):
@@ -1418,23 +689,23 @@ def _load_npz(fname, who, *ndims):
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise
-        raise _bad_file(who, fname, 'not a readable PyCA .npz file (%s)' % (str(e) or type(e).__name__),
+        raise read_error(who, fname, 'not a readable PyCA .npz file (%s)' % (str(e) or type(e).__name__),
                         e) from None
     if len(shape) not in ndims:
         what = 'a field (X, Y, Z, 3)' if len(shape) == 4 else 'an image (X, Y, Z)'
-        raise _bad_file(who, fname, '"data" has shape %s; expected %s' % (shape, what))
+        raise read_error(who, fname, '"data" has shape %s; expected %s' % (shape, what))
     if len(shape) == 4 and shape[3] != 3:
-        raise _bad_file(who, fname, '"data" has shape %s; a field is X x Y x Z x 3' % (shape,))
+        raise read_error(who, fname, '"data" has shape %s; a field is X x Y x Z x 3' % (shape,))
     if data is not None and data.dtype.kind not in 'biuf':
-        raise _bad_file(who, fname, '"data" holds %s values, not real numbers' % data.dtype)
+        raise read_error(who, fname, '"data" holds %s values, not real numbers' % data.dtype)
     sp, org = np.asarray(sp, np.float64).reshape(-1), np.asarray(org, np.float64).reshape(-1)
     if sp.size != 3 or org.size != 3:
-        raise _bad_file(who, fname, 'spacing and origin must be 3-vectors')
+        raise read_error(who, fname, 'spacing and origin must be 3-vectors')
     if direction is not None:
         try:
             direction = _as_direction(direction)
         except ValueError as e:
-            raise _bad_file(who, fname, str(e)) from None
+            raise read_error(who, fname, str(e)) from None
     grid = core.GridInfo(core.Vec3Di(*[int(s) for s in shape[:3]]), core.Vec3Df(*sp.tolist()),
                          core.Vec3Df(*org.tolist()))
     return dict(data=data, grid=grid, direction=direction)
@@ -1473,7 +744,7 @@ def LoadImageNPZ(fname, mType=core.MEM_HOST):
     """
     who = 'LoadImageNPZ'
     fname = _fspath(fname, who)
-    _check_input(fname, who)
+    check_file(fname, who)
     d = _load_npz(fname, who, 3)
     im = core.Image3D(d['grid'], core.MEM_HOST)
     np.copyto(im.asnp(), d['data'], casting='unsafe')
@@ -1500,7 +771,7 @@ def LoadFieldNPZ(fname, mType=core.MEM_HOST):
     """
     who = 'LoadFieldNPZ'
     fname = _fspath(fname, who)
-    _check_input(fname, who)
+    check_file(fname, who)
     d = _load_npz(fname, who, 4)
     f = core.Field3D(d['grid'], core.MEM_HOST)
     for c, v in enumerate(f.asnp()):
@@ -1563,20 +834,20 @@ def LoadImageDCM(fname, mType=core.MEM_HOST):
             if 'PixelData' in ds:
                 slices.append((p, ds))
         if not slices:
-            raise _bad_file(who, fname, 'the folder holds no DICOM image files')
+            raise read_error(who, fname, 'the folder holds no DICOM image files')
         series = {getattr(ds, 'SeriesInstanceUID', None) for _, ds in slices}
         if len(series) > 1:
-            raise _bad_file(who, fname, 'the folder holds %d series; load one folder per series'
+            raise read_error(who, fname, 'the folder holds %d series; load one folder per series'
                             % len(series))
     else:
-        _check_input(fname, who)
+        check_file(fname, who)
         try:
             ds = pydicom.dcmread(fname)
         except Exception as e:
-            raise _bad_file(who, fname, 'not a readable DICOM file (%s)' % (str(e) or type(e).__name__),
+            raise read_error(who, fname, 'not a readable DICOM file (%s)' % (str(e) or type(e).__name__),
                             e) from None
         if 'PixelData' not in ds:
-            raise _bad_file(who, fname, 'a DICOM file without pixel data')
+            raise read_error(who, fname, 'a DICOM file without pixel data')
         slices = [(fname, ds)]
     return _dicom_volume(fname, slices, mType, who)
 
@@ -1585,10 +856,10 @@ def _dicom_pixels(path, ds, who):
     try:
         a = ds.pixel_array
     except Exception as e:
-        raise _bad_file(who, path, 'cannot decode the pixel data (%s)' % (str(e) or type(e).__name__),
+        raise read_error(who, path, 'cannot decode the pixel data (%s)' % (str(e) or type(e).__name__),
                         e) from None
     if a.ndim == 3 and int(getattr(ds, 'SamplesPerPixel', 1)) > 1 and a.shape[-1] in (3, 4):
-        raise _bad_file(who, path, 'colour DICOM (%d samples per pixel); PyCA images are scalar'
+        raise read_error(who, path, 'colour DICOM (%d samples per pixel); PyCA images are scalar'
                         % int(ds.SamplesPerPixel))
     a = a.astype(np.float64)
     slope = float(getattr(ds, 'RescaleSlope', 1) or 1)
@@ -1616,7 +887,7 @@ def _dicom_volume(name, slices, mType, who):
     frames = [_dicom_pixels(p, ds, who) for p, ds in slices]
     shapes = {f.shape[1:] for f in frames}
     if len(shapes) != 1:
-        raise _bad_file(who, name, 'slices of different sizes %s' % sorted(shapes))
+        raise read_error(who, name, 'slices of different sizes %s' % sorted(shapes))
     vol = np.concatenate(frames, axis=0)  # (z, rows, cols)
     ds0 = slices[0][1]
     ps = getattr(ds0, 'PixelSpacing', None) or getattr(ds0, 'ImagerPixelSpacing', None) or [1, 1]
@@ -1647,7 +918,7 @@ def _dicom_volume(name, slices, mType, who):
 # Dispatchers (by extension)
 
 def _ext(fname):
-    return _split_ext(os.path.basename(os.fspath(fname)))[1].lower()
+    return split_ext(os.path.basename(os.fspath(fname)))[1].lower()
 
 
 def LoadImage(fname, mType=core.MEM_HOST):

@@ -22,7 +22,8 @@ import numpy as np
 
 import PyCA.Core as core
 
-from .PyCACommon import CopyDataFromNPArr, ImFromNPArr, _normal, _rng, _vec3f
+from ._arrays import CopyDataFromNPArr, ImFromNPArr, as_vec3f
+from ._helpers import normal_noise, random_source
 
 __all__ = ['DrawCircle', 'DrawEllipse', 'DrawRect', 'DrawRectFromCenter', 'DrawSin', 'DrawLine',
            'DrawChecker', 'DrawSlantyDiamonds', 'DrawDiamonds', 'DrawSlantStripes',
@@ -460,7 +461,7 @@ def _noise(shape, nSig, gSig, NonNeg, rng):
     nSig = float(nSig)
     if nSig < 0 or not math.isfinite(nSig):
         raise ValueError("nSig must be a finite number >= 0, got %r" % nSig)
-    a = _smooth(_normal(rng, nSig, shape), gSig)
+    a = _smooth(normal_noise(rng, nSig, shape), gSig)
     return np.abs(a) if NonNeg else a
 
 
@@ -485,7 +486,7 @@ def RandImage(sz, nSig=1.0, gSig=0.0, NonNeg=False, mType=core.MEM_HOST, sp=None
     Returns:
         Image3D: on a grid of size ``sz`` (Z = 1 for a 2-D size).
     """
-    a = _noise(_shape3(sz), nSig, gSig, NonNeg, _rng(seed))
+    a = _noise(_shape3(sz), nSig, gSig, NonNeg, random_source(seed))
     return ImFromNPArr(a, mType, sp, orig)
 
 
@@ -508,7 +509,7 @@ def RandUnifImage(sz, lbound=0.0, ubound=1.0, mType=core.MEM_HOST, sp=None, orig
     lbound, ubound = float(lbound), float(ubound)
     if not lbound <= ubound:
         raise ValueError("lbound must be <= ubound, got %r, %r" % (lbound, ubound))
-    rng = _rng(seed)
+    rng = random_source(seed)
     shape = _shape3(sz)
     a = np.random.uniform(lbound, ubound, shape) if rng is np.random else rng.uniform(lbound, ubound, shape)
     return ImFromNPArr(a, mType, sp, orig)
@@ -537,10 +538,10 @@ def RandField(sz, nSig=1.0, gSig=0.0, NonNeg=False, mType=core.MEM_HOST, sp=None
         Field3D: on a grid of size ``sz``.
     """
     shape = _shape3(sz)
-    rng = _rng(seed)
+    rng = random_source(seed)
     comps = [_noise(shape, nSig, gSig, NonNeg, rng) for _ in range(2)]
     comps.append(_noise(shape, nSig, gSig, NonNeg, rng) if shape[2] > 1 else np.zeros(shape))
-    g = core.GridInfo(core.Vec3Di(*shape), _vec3f(sp, (1.0, 1.0, 1.0)), _vec3f(orig, (0.0, 0.0, 0.0)))
+    g = core.GridInfo(core.Vec3Di(*shape), as_vec3f(sp, (1.0, 1.0, 1.0)), as_vec3f(orig, (0.0, 0.0, 0.0)))
     f = core.Field3D(g, mType)
     CopyDataFromNPArr(f, np.stack(comps, axis=-1))
     return f
@@ -581,7 +582,7 @@ def WavyDef(sz, nWaves=4, waveAmp=10.0, waveDim=0, mType=core.MEM_HOST, deformat
     prof = float(waveAmp) * np.sin(2.0 * np.pi * float(nWaves) * q / max(n, 1))
     comps = [np.zeros(shape) for _ in range(3)]
     comps[d] = np.broadcast_to(prof.reshape([-1 if i == wave_axis else 1 for i in range(3)]), shape)
-    g = core.GridInfo(core.Vec3Di(*shape), _vec3f(sp, (1.0, 1.0, 1.0)), _vec3f(orig, (0.0, 0.0, 0.0)))
+    g = core.GridInfo(core.Vec3Di(*shape), as_vec3f(sp, (1.0, 1.0, 1.0)), as_vec3f(orig, (0.0, 0.0, 0.0)))
     f = core.Field3D(g, mType)
     CopyDataFromNPArr(f, np.stack(comps, axis=-1))
     if deformation:

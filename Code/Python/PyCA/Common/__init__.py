@@ -1,7 +1,11 @@
 """Pure-Python helpers around PyCA.Core (legacy ``PyCA.Common``): NumPy
 conversion and slicing (PyCACommon), file IO (PyCAIO), synthetic test data
 (PyCATestData), debugging (PyCADebug) and version information (PyCAVersion).
-Each module is star-imported, as in the legacy package."""
+Each module is star-imported, as in the legacy package. The file-safety
+layer (staged writes, verification of what was written, the checks of a
+file before it is read) is the public submodule ``PyCA.Common.atomic``; it
+is new, so its names stay in their module (``from PyCA.Common.atomic import
+atomic_save``) rather than in the legacy namespace."""
 from .PyCACommon import *  # noqa: F401,F403
 
 # The other modules are added by the issues that write them; a missing one is

@@ -31,7 +31,17 @@ def IsField3D(obj):
     return isinstance(obj, core.Field3D)
 
 
-def _vec3f(v, default):
+def as_vec3f(v, default):
+    """A new Vec3Df from a Vec3Df or 3 numbers (shared by the modules of
+    PyCA.Common; not in ``__all__``).
+
+    Args:
+        v (Vec3Df, 3 numbers or None): the value; None: ``default``.
+        default (Vec3Df or 3 numbers): the value for None.
+
+    Returns:
+        Vec3Df: a new vector (a copy of a given Vec3Df).
+    """
     if v is None:
         v = default
     if isinstance(v, core.Vec3Df):
@@ -42,7 +52,7 @@ def _vec3f(v, default):
 
 def _grid(shape, sp, orig):
     size = core.Vec3Di(*[int(s) for s in shape])
-    return core.GridInfo(size, _vec3f(sp, (1.0, 1.0, 1.0)), _vec3f(orig, (0.0, 0.0, 0.0)))
+    return core.GridInfo(size, as_vec3f(sp, (1.0, 1.0, 1.0)), as_vec3f(orig, (0.0, 0.0, 0.0)))
 
 
 def ImFromNPArr(arr, mType=core.MEM_HOST, sp=None, orig=None):

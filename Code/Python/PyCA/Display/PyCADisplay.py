@@ -44,7 +44,8 @@ from matplotlib import colors as _mcolors  # noqa: E402
 
 import PyCA.Core as core  # noqa: E402
 from PyCA.Common.PyCACommon import (AsNPCopy, ComposeDef, ExtractSliceArr, IsField3D,  # noqa: E402
-                                    IsImage3D, _check_scratch, _dim, _frame_name)
+                                    IsImage3D)
+from PyCA.Common._helpers import axis_index, check_scratch, frame_name  # noqa: E402
 
 __all__ = ['DispImage', 'GridPlot', 'Quiver', 'JacDetPlot', 'JacDetCMap', 'EnergyPlot',
            'SaveSlice', 'SaveThreePaneArr', 'DefSeriesIter', 'ExtractSliceFunc', 'GenDefFrames',
@@ -71,7 +72,12 @@ def _image_array(im):
 
 def _image_slice(im, sliceIdx, dim, t=False):
     a = _image_array(im)
-    s = a if a.ndim == 2 else ExtractSliceArr(a, sliceIdx, dim)
+    if a.ndim == 3 and a.shape[axis_index(dim)] == 1:
+        # as the legacy: slice only along an axis of size above 1, so a 2-D
+        # image (X, Y, 1) ignores sliceIdx
+        s = np.take(a, 0, axis=axis_index(dim))
+    else:
+        s = a if a.ndim == 2 else ExtractSliceArr(a, sliceIdx, dim)
     s = np.asarray(s, dtype=np.float64)
     return s.T if t else s
 
@@ -112,17 +118,17 @@ def _make_current(fig, ax, mappable=None):
 
 def _atomic_mpl(fname, save, who, add_ext=True):
     """Runs save(tmp, format) (a matplotlib savefig / imsave) into a temporary
-    file beside fname and moves it over fname (PyCAIO's atomic save: fsync,
-    os.replace), so a killed process never leaves a half-written picture.
-    The format is fname's extension, else rcParams['savefig.format'] (which
-    savefig, with add_ext, appends to the name, as matplotlib does)."""
-    from PyCA.Common.PyCAIO import _atomic_save
+    file beside fname and moves it over fname (PyCA.Common.atomic.atomic_save:
+    fsync, os.replace), so a killed process never leaves a half-written
+    picture. The format is fname's extension, else rcParams['savefig.format']
+    (which savefig, with add_ext, appends to the name, as matplotlib does)."""
+    from PyCA.Common.atomic import atomic_save
     fname = os.fspath(fname)
     ext = os.path.splitext(fname)[1]
     fmt = ext[1:].lower() if ext else matplotlib.rcParams['savefig.format']
     if not ext and add_ext:
         fname = fname.rstrip('.') + '.' + fmt
-    _atomic_save(fname, lambda tmp: save(tmp, fmt), who, itk_errors=False)
+    atomic_save(fname, lambda tmp: save(tmp, fmt), who, itk_errors=False)
     return fname
 
 
@@ -148,7 +154,7 @@ def _field_voxel_slices(vf, sliceIdx, dim, isVF, t):
     coordinates (voxels) of every voxel of the slice and the identity."""
     if not IsField3D(vf):
         raise TypeError("expected a Field3D, got %s" % type(vf).__name__)
-    d = _dim(dim)
+    d = axis_index(dim)
     a = AsNPCopy(vf)  # (X, Y, Z, 3) float64
     sp = np.array(list(vf.spacing()), dtype=np.float64)
     ident = np.stack(np.meshgrid(*[np.arange(n, dtype=np.float64) for n in a.shape[:3]],
@@ -504,7 +510,7 @@ def DefSeriesIter(V, inverse=False, asVField=False, scratch=None):
         raise ValueError("DefSeriesIter needs at least one velocity field")
     h = ComposeDef(V, 0.0)
     g, m = h.grid(), h.memType()
-    s = _check_scratch(scratch, g, m, "scratch")
+    s = check_scratch(scratch, g, m, "scratch")
 
     def out(f):
         c = f.copy()
@@ -534,7 +540,7 @@ def ExtractSliceFunc(sliceIdx=None, dim='z'):
     Returns:
         callable: obj -> 2-D numpy.ndarray.
     """
-    d = _dim(dim)
+    d = axis_index(dim)
 
     def extract(obj):
         if IsImage3D(obj) or IsField3D(obj):
@@ -595,7 +601,7 @@ def GenDefFrames(I0, V, outPattern=None, sliceIdx=None, dim='z', cmap='gray', rn
             if h is not None:
                 GridPlot(h, sliceIdx, dim, every=int(gridEvery), isVF=False, plotBase=False,
                          ax=ax, t=t)
-            _atomic_mpl(_frame_name(os.fspath(outPattern), k),
+            _atomic_mpl(frame_name(os.fspath(outPattern), k),
                         lambda tmp, fmt: fig.savefig(tmp, format=fmt), 'GenDefFrames')
             plt.close(fig)
     return frames
