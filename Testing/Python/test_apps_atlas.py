@@ -480,3 +480,56 @@ def test_lddmm_subjects_take_resolved_geodesics_unless_told():
     assert cfg['nsteps'] == 3 and cfg['inverse_iters'] == 1
     _, cfg = atlas_mod._method_cfg('greedy', {})
     assert 'nsteps' not in cfg and cfg['inverse_iters'] == greedy.DEFAULTS['inverse_iters']
+
+
+# --------------------------------------------------------------------------- method objects
+
+def test_methods_are_objects_and_a_new_one_is_one_class(subjects2d, monkeypatch, tmp_path):
+    """build_atlas picks its method object by name (atlas_methods.ATLAS_METHODS):
+    a method that only supplies the registration of one subject, the atlas
+    update and the deformations without an iteration runs through the same
+    loop, checkpoints and outputs."""
+    from PyCA.Apps import atlas_methods as am, checkpoints
+    assert sorted(am.ATLAS_METHODS) == ['greedy', 'lddmm'] == sorted(atlas_mod.METHODS)
+    assert am.atlas_method('LDDMM') is am.LddmmAtlas and issubclass(am.GreedyAtlas, am.AtlasMethod)
+    with pytest.raises(ConfigError, match='method must be one of greedy, lddmm'):
+        am.atlas_method('elastic')
+
+    class IdentityAtlas(am.AtlasMethod):
+        """No deformation: the atlas stays the mean."""
+        name = 'identity'
+        module = am.GreedyAtlas.module
+
+        def register(self, i, atlas, cfg):
+            h = ca.Field3D(self.grid, self.mType)
+            ca.SetToIdentity(h)
+            self.state[i] = self.h[i] = h
+            self.deformed[i] = self.subj[i]
+            ca.Sub(self.tmpi, atlas, self.subj[i])
+            return ca.Sum2(self.tmpi) * self.vol
+
+        def update_atlas(self, atlas):
+            self.num.zero()
+            for i in self.local:
+                self.num.add(self.deformed[i])
+            self.num.store(atlas, self.num.allreduce() / self.n)
+
+        def deform_subjects(self):
+            for i in self.local:
+                self.register(i, self.subj[i], None)
+
+    monkeypatch.setitem(am.ATLAS_METHODS, 'identity', IdentityAtlas)
+    _, subs = subjects2d
+    ims = [_im(s) for s in subs[:3]]
+    out = tmp_path / 'identity'
+    r = build_atlas(ims, method='identity', iters=2, quiet=True, out=str(out), checkpoint_every=1)
+    np.testing.assert_allclose(_arr2d(r.atlas), np.mean(subs[:3], axis=0), atol=1e-5)
+    assert len(r.energy) == 2 and r.energy[0] == pytest.approx(r.energy[1], rel=1e-5) and r.momentum == {}
+    js = json.loads((out / 'checkpoint' / 'state.json').read_text())
+    assert js['method'] == 'identity' and js['iteration'] == 2
+    assert checkpoints.committed_folder(checkpoints.checkpoint_dir(out)) == 'iter_0002'
+    assert (out / 'checkpoint' / 'iter_0002' / checkpoints.state_name(2)).is_file()
+    assert 'mean_momentum_norm' not in json.loads((out / 'atlas_summary.json').read_text())
+    r2 = build_atlas(ims, method='identity', iters=2, quiet=True, out=str(out), checkpoint_every=1,
+                     resume=True)
+    assert r2.resumed_from == 2 and r2.energy == r.energy and sorted(r2.deformed) == [0, 1, 2]

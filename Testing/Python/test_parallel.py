@@ -1,4 +1,5 @@
-"""PyCA.Parallel (spec 5.4): in-place Allreduce of images and fields.
+"""PyCA.Parallel (spec 5.4): in-place Allreduce of images and fields, and
+the ranks' context (GetWorld, SerialComm, RankContext, Sum64).
 
 Without MPI: import works, calls say what to install, and a fake
 communicator checks that the reduction runs in place on the voxel views.
@@ -145,6 +146,46 @@ def test_device_staging_through_host_buffer():
         par.Reduce(im, ca.Image3D(im.grid(), ca.MEM_DEVICE), op="SUM", comm=FakeComm(1))
 
 
+def test_serial_comm_and_rank_context_without_mpi4py():
+    """GetWorld is a SerialComm without mpi4py; a RankContext of one rank
+    communicates nothing; Sum64 sums in float64 and rounds once."""
+    code = ("import sys; sys.modules['mpi4py'] = None\n"
+            "import numpy as np, PyCA.Core as ca, PyCA.Parallel as p\n"
+            "w = p.GetWorld()\n"
+            "assert isinstance(w, p.SerialComm) and (w.Get_rank(), w.Get_size()) == (0, 1)\n"
+            "assert w.bcast('x') == 'x' and w.allgather(3) == [3] and w.Barrier() is None\n"
+            "c = p.RankContext(w)\n"
+            "assert (c.rank, c.size) == (0, 1) and c.sumf(2) == 2.0 and type(c.sumf(2)) is float\n"
+            "assert c.bcast([1]) == [1] and c.all_ok(1) is True and c.all_ok(0) is False\n"
+            "c.barrier()\n"
+            "im = ca.Image3D(ca.GridInfo(ca.Vec3Di(3, 2, 1)), ca.MEM_HOST)\n"
+            "s = p.Sum64(c, im)\n"
+            "for v in (1e8, 1.0, -1e8):\n"
+            "    im.asnp()[...] = v\n"
+            "    s.add(im)\n"
+            "s.store(im, s.allreduce())\n"
+            "assert np.all(im.asnp() == 1.0)  # float32 sums would give 0\n"
+            "print('ok')\n")
+    r = run_python(code)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_sum64_fields_and_zero():
+    ctx = par.RankContext(par.SerialComm())
+    comps = [RNG.standard_normal((4, 3, 2)).astype(np.float32) for _ in range(3)]
+    f = field_from(comps)
+    s = par.Sum64(ctx, f)
+    assert s.acc.shape == (3, 4, 3, 2) and s.acc.dtype == np.float64
+    s.add(f)
+    s.add(f)
+    out = ca.Field3D(f.grid(), ca.MEM_HOST)
+    s.store(out, s.allreduce() / 2)
+    for c, v in zip(comps, to_np(out)):
+        assert np.array_equal(v, c)
+    s.zero()
+    assert not s.acc.any()
+
+
 SCRIPT = r"""
 import numpy as np
 from mpi4py import MPI
@@ -170,6 +211,16 @@ par.Reduce(g)
 ref = np.sum(vals, axis=0)
 assert all(np.array_equal(v, ref[d]) for d, v in enumerate(g.asnp())), rank
 assert par.ReduceFloat(rank + 0.5) == sum(r + 0.5 for r in range(size))
+# the ranks' context and float64 sums (PyCA.Parallel.comm)
+ctx = par.RankContext(comm)
+assert (ctx.rank, ctx.size) == (rank, size) and ctx.sumf(rank) == sum(range(size))
+assert ctx.bcast(rank) == 0 and ctx.all_ok(True) and not ctx.all_ok(rank != size - 1)
+ctx.barrier()
+acc = par.Sum64(ctx, im)
+im.asnp()[...] = rank + 0.25
+acc.add(im)
+acc.store(im, acc.allreduce())
+assert np.all(im.asnp() == np.float32(sum(r + 0.25 for r in range(size)))), rank
 mine = common.Distribute(10, size, rank)
 assert sorted(sum(comm.allgather(mine), [])) == list(range(10))
 done = comm.gather(rank)  # one line from rank 0 (the ranks' output may interleave)

@@ -7,10 +7,19 @@
         [--iters N] [--device cpu|gpu|auto] [--checkpoint-every N] [--resume] [--quiet]
     mpiexec -n K python -m PyCA.Apps.atlas ...                (also ``pyca-atlas``)
 
+Layout: this module is the loop (inputs, the initial mean, the iterations,
+the outputs) and the command line; each method is one class of
+``PyCA.Apps.atlas_methods`` (``GreedyAtlas``, ``LddmmAtlas``: the
+registration of one subject with its warm start, the atlas update, the
+centring), picked once by name; the checkpoints are
+``PyCA.Apps.checkpoints``; the ranks' context and the float64 sums are
+``PyCA.Parallel`` (``RankContext``, ``Sum64``, ``GetWorld``).
+
 Distribution. Every rank is given the full list of subjects and handles
 ``PyCA.Common.Distribute(n, size, rank)`` of them (it loads only those). The
 image sums over subjects are accumulated per rank in float64 host buffers
-(device data staged through a pinned host Image3D/Field3D) and summed over
+(``PyCA.Parallel.Sum64``; device data staged through a pinned host
+Image3D/Field3D) and summed over
 the ranks by one Allreduce of that buffer (mpi4py, as PyCA.Parallel.Reduce
 does for float32 objects); the numbers by ``PyCA.Parallel.ReduceFloat``.
 Float64 sums rounded once to float32 make the atlas independent of the
@@ -104,13 +113,10 @@ leaves ``out`` as it was, an earlier run's outputs included. The checkpoints
 (``out/checkpoint``) are outside the stage: ``state.json`` is written only
 after the files it names were written and verified.
 """
-import argparse
 import copy
 import glob
-import json
 import os
 import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field as dc_field
@@ -120,13 +126,23 @@ import numpy as np
 
 import PyCA.Core as ca
 
+from ._cli import (BIAS_CORRECT_DEFAULT, MATCH_HISTOGRAM_DEFAULT, Parser, UsageError, add_metric_args,
+                   add_preparation_args, check_outdir, error_status, parse_args, parse_int, parse_value,
+                   run_cli)
+from PyCA.Parallel import GetWorld, RankContext, Sum64
+
+from . import checkpoints
 from ._common import (ConfigError, Progress, compute_mem_type, ensure_thread_memory_manager,
-                      gpu_available, kernel_of, merge_config, same_grid)
+                      gpu_available, merge_config, same_grid)
+from .atlas_methods import (ATLAS_LDDMM_INVERSE_ITERS, ATLAS_LDDMM_NSTEPS, ATLAS_METHODS,  # noqa: F401
+                            ATLAS_REGISTER_METRIC, atlas_method)
+from .checkpoints import copy_to, on_host
+from .outputs import jsonable
 
 __all__ = ['DEFAULTS', 'AtlasResult', 'build_atlas', 'main', 'main_entry']
 
 PROG = 'pyca-atlas'
-METHODS = ('greedy', 'lddmm')
+METHODS = tuple(ATLAS_METHODS)   # 'greedy', 'lddmm' (atlas_methods)
 
 #: Parameters of :func:`build_atlas` (config dict / YAML keys; keyword overrides).
 DEFAULTS = {
@@ -206,122 +222,6 @@ class AtlasResult:
 
 # --------------------------------------------------------------------------- communication
 
-class _SerialComm:
-    """The one-process stand-in for an mpi4py communicator."""
-
-    def Get_rank(self):
-        return 0
-
-    def Get_size(self):
-        return 1
-
-    def Barrier(self):
-        pass
-
-    def bcast(self, obj, root=0):
-        return obj
-
-    def allgather(self, obj):
-        return [obj]
-
-    def Abort(self, code=1):  # pragma: no cover
-        os._exit(code)
-
-
-def _world():
-    """mpi4py's COMM_WORLD when mpi4py and an MPI library load, else a serial stand-in."""
-    try:
-        from mpi4py import MPI
-        return MPI.COMM_WORLD
-    except Exception:
-        return _SerialComm()
-
-
-class _Ctx:
-    def __init__(self, comm):
-        self.comm = comm
-        self.rank = int(comm.Get_rank())
-        self.size = int(comm.Get_size())
-
-    def sumf(self, x):
-        if self.size > 1:
-            from PyCA.Parallel import ReduceFloat
-            return ReduceFloat(x, comm=self.comm)
-        return float(x)
-
-    def barrier(self):
-        if self.size > 1:
-            self.comm.Barrier()
-
-    def bcast(self, obj, root=0):
-        return self.comm.bcast(obj, root=root) if self.size > 1 else obj
-
-    def all_ok(self, ok):
-        """True on every rank when ``ok`` is true on every rank."""
-        if self.size == 1:
-            return bool(ok)
-        return all(self.comm.allgather(bool(ok)))
-
-
-class _Sum64:
-    """A float64 host accumulator of Image3Ds or Field3Ds, summed over the
-    ranks by an Allreduce of its float64 buffer. Float64 sums rounded once to
-    float32 do not depend on the order of the additions (in practice: bitwise
-    the same atlas for any number of ranks); float32 sums would, and a
-    last-bit difference can flip a step acceptance of a later registration
-    (4e-3 relative after 3 iterations on a 40x40 test)."""
-
-    def __init__(self, ctx, like):
-        self.ctx = ctx
-        self.field = isinstance(like, ca.Field3D)
-        self.grid = like.grid()
-        self.cls = ca.Field3D if self.field else ca.Image3D
-        size = tuple(like.size())
-        self.acc = np.zeros(((3,) if self.field else ()) + size, np.float64)
-        self.stage = None
-
-    def _host(self, obj):
-        if obj.memType() != ca.MEM_DEVICE:
-            return obj
-        if self.stage is None:
-            self.stage = self.cls(self.grid, ca.MEM_HOST_PINNED)
-        ca.Copy(self.stage, obj)
-        return self.stage
-
-    def zero(self):
-        self.acc[...] = 0.0
-
-    def add(self, obj):
-        h = self._host(obj)
-        if self.field:
-            for d, c in enumerate(h.asnp()):
-                self.acc[d] += c
-        else:
-            self.acc += h.asnp()
-
-    def allreduce(self):
-        if self.ctx.size > 1:
-            from PyCA.Parallel import GetMPI
-            MPI = GetMPI()
-            self.ctx.comm.Allreduce(MPI.IN_PLACE, self.acc, op=MPI.SUM)
-        return self.acc
-
-    def store(self, out, values):
-        """out (any memory type) = values (float64 array), rounded to float32."""
-        h = out if out.memType() != ca.MEM_DEVICE else None
-        if h is None:
-            if self.stage is None:
-                self.stage = self.cls(self.grid, ca.MEM_HOST_PINNED)
-            h = self.stage
-        if self.field:
-            for d, c in enumerate(h.asnp()):
-                np.copyto(c, values[d], casting='unsafe')
-        else:
-            np.copyto(h.asnp(), values, casting='unsafe')
-        if h is not out:
-            ca.Copy(out, h)
-
-
 def _abort_line(ctx, e):
     msg = ' '.join(str(e).split()) or type(e).__name__
     sys.stderr.write('%s: error: rank %d: %s: %s (stopping all %d ranks)\n'
@@ -330,23 +230,6 @@ def _abort_line(ctx, e):
 
 
 # --------------------------------------------------------------------------- helpers
-
-def _new_like(obj, mType):
-    return type(obj)(obj.grid(), mType) if type(obj) in (ca.Image3D, ca.Field3D) else \
-        (ca.Image3D if isinstance(obj, ca.Image3D) else ca.Field3D)(obj.grid(), mType)
-
-
-def _copy_to(obj, mType):
-    out = (ca.Image3D if isinstance(obj, ca.Image3D) else ca.Field3D)(obj.grid(), mType)
-    ca.Copy(out, obj)
-    return out
-
-
-def _host(obj):
-    if obj.memType() == ca.MEM_DEVICE:
-        return _copy_to(obj, ca.MEM_HOST)
-    return obj
-
 
 def _subject_name(item, i):
     if isinstance(item, (str, os.PathLike)):
@@ -377,7 +260,7 @@ def _load_subject(item, i, mType, normalize, bias_correct=False, reference=None)
     prepared (``_prepared_subject``: ``bias_correct``, histogram matched to
     ``reference``) and normalised with ``normalize``."""
     if isinstance(item, ca.Image3D):
-        return _copy_to(item, mType) if item.memType() != mType else item
+        return copy_to(item, mType) if item.memType() != mType else item
     if isinstance(item, (str, os.PathLike)):
         from .io import normalize_intensity
         im = _prepared_subject(item, i, bias_correct, reference)
@@ -386,7 +269,7 @@ def _load_subject(item, i, mType, normalize, bias_correct=False, reference=None)
         if mType == ca.MEM_HOST:
             return im
         from PyCA.Common import GetDirection, SetDirection
-        out = _copy_to(im, mType)
+        out = copy_to(im, mType)
         if GetDirection(im) is not None:
             SetDirection(out, GetDirection(im))
         return out
@@ -401,144 +284,30 @@ def _grid_of(item):
     return ReadGrid(os.fspath(item))
 
 
-#: the similarity metric of the subjects' registrations unless ``register``
-#: names one: SSD, the metric the atlas update minimises (the mean of the
-#: deformed subjects, the least-squares LDDMM atlas), so that the atlas
-#: energy falls; ``register={'metric': 'lncc'}`` (``--metric``) for subjects
-#: of different scanners
-ATLAS_REGISTER_METRIC = 'ssd'
-
-#: LDDMM subjects' time steps unless ``register`` names them: 4, not
-#: lddmm_register's 2. The atlas averages the subjects' initial momenta and
-#: shoots the mean (the centring), which needs the momenta to be the initial
-#: velocities of resolved geodesics; a pairwise registration needs only the
-#: end point (2 steps register the demo pairs as well, in 60 % of the time),
-#: but with 2 steps the mean momentum of the known-warps test stopped
-#: falling monotonically.
-ATLAS_LDDMM_NSTEPS = 4
-
-#: LDDMM subjects' fixed-point iterations of the inverse per time step unless
-#: ``register`` names them: 2 (UpdateInverse), not lddmm_register's 1 (the
-#: one-gather step phi^-1 o (Id - dt v)). The centring deforms the atlas by
-#: the inverse of the mean geodesic, so the inverse must follow the forward
-#: map closely: on the known-warps test the mean momentum fell to 4.0 % of its
-#: first value in 4 iterations with 1, to 1.2 % with 2 (before the one-gather
-#: step, UpdateInverse's single iteration: 2.6 %).
-ATLAS_LDDMM_INVERSE_ITERS = 2
-
-
 def _method_cfg(method, reg_params):
-    mod = __import__('PyCA.Apps.' + method, fromlist=['DEFAULTS'])
-    params = dict(reg_params or {})
-    params.setdefault('metric', ATLAS_REGISTER_METRIC)
-    if method == 'lddmm':
-        params.setdefault('nsteps', ATLAS_LDDMM_NSTEPS)
-        params.setdefault('inverse_iters', ATLAS_LDDMM_INVERSE_ITERS)
-    return mod, merge_config(mod.DEFAULTS, params)
+    """The registration module of ``method`` and its merged parameters
+    (atlas_methods.AtlasMethod.registration_config)."""
+    cls = atlas_method(method)
+    return cls.module, cls.registration_config(reg_params)
 
 
-def _knorm(kernel, m, tmp, vol):
-    kernel.applyInverseOperator(tmp, m)
-    return float(np.sqrt(max(ca.Dot(m, tmp) * vol, 0.0)))
-
-
-# --------------------------------------------------------------------------- checkpoints
-
-def _ckpt_dir(out):
-    return os.path.join(os.fspath(out), 'checkpoint')
-
-
-def _state_name(idx):
-    return 'subject_%05d_state.nii.gz' % idx
-
-
-def _committed_folder(base):
-    """The checkpoint folder state.json names (None: no valid state.json)."""
-    try:
-        with open(os.path.join(base, 'state.json')) as f:
-            return json.load(f).get('folder')
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _write_checkpoint(ctx, out, k_done, atlas, state, method, cfg, n, energy, extra, direction=None):
-    from PyCA.Common import SaveITKImage, SaveITKField
-    base = _ckpt_dir(out)
-    d = os.path.join(base, 'iter_%04d' % k_done)
-    if ctx.rank == 0:
-        os.makedirs(d, exist_ok=True)
-    ctx.barrier()
-    os.makedirs(d, exist_ok=True)
-    # Each save is verified before it is renamed into place (a short write
-    # raises OSError), so state.json below -- the commit point -- names only
-    # files that are complete. A failed checkpoint removes its own folder and
-    # leaves the previous one, and the state.json naming it, as they were.
-    try:
-        for idx, f in state.items():
-            SaveITKField(_host(f), os.path.join(d, _state_name(idx)), True, direction=direction)
-        if ctx.rank == 0:
-            SaveITKImage(_host(atlas), os.path.join(d, 'atlas.nii.gz'), True, direction=direction)
-    except BaseException:
-        if ctx.size == 1 and os.path.basename(d) != _committed_folder(base):
-            shutil.rmtree(d, ignore_errors=True)
-        raise
-    ctx.barrier()                        # every rank's files are in place
-    if ctx.rank == 0:
-        js = dict(iteration=k_done, method=method, n_subjects=n, ranks=ctx.size, folder=os.path.basename(d),
-                  energies=list(energy), config=_jsonable(cfg), **extra)
-        _write_json(os.path.join(base, 'state.json'), js)
-        for old in glob.glob(os.path.join(base, 'iter_*')):
-            if os.path.abspath(old) != os.path.abspath(d):
-                shutil.rmtree(old, ignore_errors=True)
-    ctx.barrier()
-
-
-def _read_checkpoint(out, method, n, cfg):
-    p = os.path.join(_ckpt_dir(out), 'state.json')
-    if not os.path.isfile(p):
-        return None
-    with open(p) as f:
-        js = json.load(f)
-    if js.get('method') != method or int(js.get('n_subjects', -1)) != n:
-        raise ConfigError("the checkpoint in %s is of a %s atlas of %s subjects, not %s of %d"
-                          % (_ckpt_dir(out), js.get('method'), js.get('n_subjects'), method, n))
-    old = dict(js.get('config') or {})
-    new = _jsonable(cfg)
-    for k in ('register', 'warm_iters', 'jacobian_weighted', 'center', 'atlas_cg_iters'):
-        if old.get(k) != new.get(k):
-            raise ConfigError("the checkpoint in %s was made with %s=%r, this run has %r: "
-                              "resume with the same parameters" % (_ckpt_dir(out), k, old.get(k), new.get(k)))
-    js['_dir'] = os.path.join(_ckpt_dir(out), js['folder'])
-    return js
-
-
-# --------------------------------------------------------------------------- json / png
-
-def _jsonable(v):
-    from .outputs import _jsonable as j
-    return j(v)
-
-
-def _write_json(path, data):
-    from PyCA.Common.PyCAIO import _atomic_json
-    _atomic_json(path, _jsonable(data), 'build_atlas', indent=2, allow_nan=False)   # fsync + os.replace
-
+# --------------------------------------------------------------------------- outputs
 
 def _draw_atlas_summary(path, atlas, mean, shown, energy, title, mnorm=None):
     """atlas (three planes) and the initial mean, a few subjects beside their
     deformed versions, and the energy curve."""
     from matplotlib.figure import Figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from .outputs import _planes, _slice, _extent
+    from .figures import planes as _planes, plane_slice as _slice, plane_extent as _extent
 
     g = atlas.grid()
     planes = _planes(tuple(g.size()))
-    A = np.array(_host(atlas).asnp(), np.float64)
-    M = np.array(_host(mean).asnp(), np.float64)
+    A = np.array(on_host(atlas).asnp(), np.float64)
+    M = np.array(on_host(mean).asnp(), np.float64)
     rows = [('atlas', A), ('initial mean', M)]
     for name, subj, dfm in shown:
-        rows.append((name, np.array(_host(subj).asnp(), np.float64)))
-        rows.append((name + ' deformed', np.array(_host(dfm).asnp(), np.float64)))
+        rows.append((name, np.array(on_host(subj).asnp(), np.float64)))
+        rows.append((name + ' deformed', np.array(on_host(dfm).asnp(), np.float64)))
     vmin, vmax = float(np.percentile(A, 0.5)), float(np.percentile(A, 99.5))
     if not vmax > vmin:
         vmin, vmax = float(A.min()), float(A.max()) + 1e-6
@@ -575,8 +344,8 @@ def _draw_atlas_summary(path, atlas, mean, shown, energy, title, mnorm=None):
     ax.set_title('energy per atlas iteration', fontsize=9)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    from PyCA.Common.PyCAIO import _atomic_save
-    _atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=80, format='png'), 'build_atlas',
+    from PyCA.Common.atomic import atomic_save
+    atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=80, format='png'), 'build_atlas',
                  itk_errors=False)   # temporary beside it, fsync, os.replace
 
 
@@ -588,13 +357,13 @@ def _make_stage(ctx, outdir, adopt=()):
     return stage if stage is not None else OutputStage(outdir, path=path, owner=False)
 
 
-def _write_outputs(ctx, stage, res, subjects_local, extra, direction=None):
+def _write_outputs(ctx, stage, res, subjects_local, extra, updater, direction=None):
     """The final outputs (module notes) into ``stage``, committed by rank 0;
     returns the summary dict (rank 0) or {}."""
     # All or nothing (PyCA.Apps.staging): every rank writes into the stage
     # rank 0 made; rank 0 moves the files into place once all were written.
     try:
-        summary = _write_staged_outputs(ctx, stage, res, subjects_local, extra, direction)
+        summary = _write_staged_outputs(ctx, stage, res, subjects_local, extra, updater, direction)
         if ctx.rank == 0:
             stage.commit()
     except BaseException:
@@ -603,49 +372,158 @@ def _write_outputs(ctx, stage, res, subjects_local, extra, direction=None):
     return summary
 
 
-def _write_staged_outputs(ctx, stage, res, subjects_local, extra, direction):
+def _write_staged_outputs(ctx, stage, res, subjects_local, extra, updater, direction):
     from PyCA.Common import SaveITKImage, SaveITKField
     files = {}
     for idx in res.subjects:
         nm = res.names[idx]
         sub = lambda kind: stage.path(os.path.join('deformations', nm + kind))   # noqa: E731
-        SaveITKField(_host(res.h[idx]), sub('_hfield.nii.gz'), True, direction=direction)
-        SaveITKImage(_host(res.deformed[idx]), sub('_deformed.nii.gz'), True, direction=direction)
+        SaveITKField(on_host(res.h[idx]), sub('_hfield.nii.gz'), True, direction=direction)
+        SaveITKImage(on_host(res.deformed[idx]), sub('_deformed.nii.gz'), True, direction=direction)
         if idx in res.momentum:
-            SaveITKField(_host(res.momentum[idx]), sub('_momentum.nii.gz'), True, direction=direction)
+            SaveITKField(on_host(res.momentum[idx]), sub('_momentum.nii.gz'), True, direction=direction)
     ctx.barrier()
     if ctx.rank != 0:
         return {}
     files['atlas'] = stage.final('atlas.nii.gz')
-    SaveITKImage(_host(res.atlas), stage.path('atlas.nii.gz'), True, direction=direction)
+    SaveITKImage(on_host(res.atlas), stage.path('atlas.nii.gz'), True, direction=direction)
     files['deformations'] = stage.final('deformations')
     files['atlas_summary_png'] = stage.final('atlas_summary.png')
     files['atlas_summary_json'] = stage.final('atlas_summary.json')
     nshow = 3 if res.atlas.size().z == 1 else 2
     shown = [(res.names[i], subjects_local[i], res.deformed[i]) for i in res.subjects[:nshow]]
-    ratio = None
-    if res.method == 'lddmm' and res.momentum_norm:
-        ratio = [a / b if b > 0 else 0.0 for a, b in zip(res.mean_momentum_norm, res.momentum_norm)]
+    ratio = updater.momentum_ratio()
     title = 'PyCA %s atlas: %d subjects, %d iterations, %d rank%s' % (
         res.method, len(res.names), res.iterations, res.ranks, '' if res.ranks == 1 else 's')
     _draw_atlas_summary(stage.path('atlas_summary.png'), res.atlas, res.mean, shown, res.energy, title, ratio)
-    from .outputs import thread_count, _grid_dict
+    from .outputs import thread_count
+    from .transform import grid_record
     summary = dict(method=res.method, subjects=list(res.names), n_subjects=len(res.names),
                    iterations=res.iterations, energies=list(res.energy),
                    seconds_per_iter=list(res.seconds_per_iter), total_seconds=res.seconds,
                    ranks=res.ranks, device=res.device, threads=thread_count(),
-                   grid=_grid_dict(res.atlas.grid()), resumed_from=res.resumed_from,
+                   grid=grid_record(res.atlas.grid(), direction=False), resumed_from=res.resumed_from,
                    config=res.config, files=files)
-    if res.method == 'lddmm':
-        summary['mean_momentum_norm'] = list(res.mean_momentum_norm)
-        summary['momentum_norm'] = list(res.momentum_norm)
-        summary['mean_momentum_ratio'] = ratio
+    summary.update(updater.summary())
     summary.update(extra or {})
-    _write_json(stage.path('atlas_summary.json'), summary)
-    return _jsonable(summary)
+    checkpoints.write_json(stage.path('atlas_summary.json'), summary)
+    return jsonable(summary)
 
 
 # --------------------------------------------------------------------------- the builder
+
+def _checked_config(method, config, params, checkpoint_every, resume, out):
+    """The merged parameters and the checkpoint interval, checked (ConfigError)."""
+    cfg = merge_config(DEFAULTS, config, params)
+    if cfg['iters'] < 0:
+        raise ConfigError("iters must be >= 0, got %r" % cfg['iters'])
+    if cfg['warm_iters'] < 1:
+        raise ConfigError("warm_iters must be >= 1, got %r" % cfg['warm_iters'])
+    if not isinstance(cfg['register'], dict):
+        raise ConfigError("register must be a mapping of the %s parameters, got %r" % (method, cfg['register']))
+    checkpoint_every = int(checkpoint_every or 0)
+    if checkpoint_every < 0:
+        raise ConfigError("checkpoint_every must be >= 0, got %r" % checkpoint_every)
+    if (checkpoint_every or resume) and out is None:
+        raise ConfigError("checkpoints need an output folder (out=)")
+    return cfg, checkpoint_every
+
+
+def _device(ctx, cfg, first):
+    """The compute memory type and its name ('cpu' or 'gpu'); chosen before
+    any allocation: one GPU per rank where several exist."""
+    mType = compute_mem_type(cfg['device'], first if isinstance(first, ca.Image3D) else None)
+    if mType == ca.MEM_DEVICE:
+        ndev = ca.GetNumberOfCUDADevices()
+        if ndev > 1:
+            ca.SetCUDADevice(ctx.rank % ndev)
+    return mType, 'gpu' if mType == ca.MEM_DEVICE else 'cpu'
+
+
+def _common_grid(images):
+    """The grid of subject 0; ValueError if another subject is on another grid."""
+    grid0 = _grid_of(images[0]).copy()
+    for i, item in enumerate(images[1:], 1):
+        if not same_grid(grid0, _grid_of(item)):
+            raise ValueError("build_atlas: subject %d is not on the grid of subject 0 (%s vs %s); "
+                             "resample the subjects onto one grid first" % (i, _grid_of(item), grid0))
+    return grid0
+
+
+def _load_local(images, local, cfg, grid0, mType):
+    """This rank's subjects (``mType`` memory) and the direction cosines of
+    the outputs (those of the first of them)."""
+    # the histogram reference: subject 0 as read (and bias-corrected); every rank makes it
+    ref = None
+    if cfg['match_histogram'] and isinstance(images[0], (str, os.PathLike)):
+        ref = _prepared_subject(images[0], 0, cfg['bias_correct'])
+    subj = {i: _load_subject(images[i], i, mType, cfg['normalize'], cfg['bias_correct'],
+                             ref if i != 0 else None) for i in local}
+    for i, im in subj.items():
+        if tuple(im.size()) != tuple(grid0.size()):
+            raise ValueError("build_atlas: subject %d has size %s, subject 0 %s"
+                             % (i, tuple(im.size()), tuple(grid0.size())))
+    from PyCA.Common import GetDirection
+    direction = None
+    for i in local:
+        direction = GetDirection(images[i]) if isinstance(images[i], ca.Image3D) else GetDirection(subj[i])
+        break
+    return subj, direction
+
+
+def _mean_of(ctx, subj, local, grid, mType, n):
+    """The initial atlas: the voxel-wise mean of the n subjects (all ranks)."""
+    mean = ca.Image3D(grid, mType)
+    num = Sum64(ctx, mean)
+    for i in local:
+        num.add(subj[i])
+    num.store(mean, num.allreduce() / n)
+    return mean
+
+
+class _Run:
+    """What build_atlas does besides the iterations: the outputs' stage, the
+    per-iteration atlases and checkpoints, and the failure (``fail``)."""
+
+    def __init__(self, ctx, out, checkpoint_every, method, cfg, n):
+        self.ctx = ctx
+        self.outdir = os.fspath(out) if out is not None else None
+        self.checkpoint_every = checkpoint_every
+        self.method, self.cfg, self.n = method, cfg, n
+        self.stage = None        # the outputs' staging folder (PyCA.Apps.staging), once there is one
+        self.direction = None    # the direction cosines of the outputs
+
+    def fail(self, e):
+        """Ends the run with the exception ``e`` (on several ranks: one line, then Abort)."""
+        if self.stage is not None:
+            # a failed run leaves no output; a resumable one (checkpoints)
+            # leaves its stage for the resume to take its iteration atlases from
+            self.stage.release() if self.checkpoint_every else self.stage.abort()
+        if self.ctx.size > 1:
+            _abort_line(self.ctx, e)
+            self.ctx.comm.Abort(1)
+        raise e
+
+    def open_stage(self, atlas, k0):
+        """The staging folder of every output of the run (the per-iteration
+        atlases too; the checkpoints are outside it: they are what a resume
+        reads); the initial atlas in it when starting afresh."""
+        self.stage = _make_stage(self.ctx, self.outdir, ['atlas_iter_%d.nii.gz' % k for k in range(k0 + 1)])
+        if k0 == 0 and self.ctx.rank == 0:
+            from PyCA.Common import SaveITKImage
+            SaveITKImage(on_host(atlas), self.stage.path('atlas_iter_0.nii.gz'), True, direction=self.direction)
+
+    def iteration_done(self, atlas, k_done, iters, updater):
+        """The atlas after ``k_done`` iterations into the stage; a checkpoint when one is due."""
+        if self.outdir is not None and self.ctx.rank == 0:
+            from PyCA.Common import SaveITKImage
+            SaveITKImage(on_host(atlas), self.stage.path('atlas_iter_%d.nii.gz' % k_done), True,
+                         direction=self.direction)
+        every = self.checkpoint_every
+        if self.outdir is not None and every and (k_done % every == 0 or k_done == iters):
+            checkpoints.write_checkpoint(self.ctx, self.outdir, k_done, atlas, updater.state, self.method,
+                                         self.cfg, self.n, updater.energy, updater.history(), self.direction)
+
 
 def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, out=None,
                 checkpoint_every=0, resume=False, extra=None, **params):
@@ -663,7 +541,8 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     iterations and after the last; ``resume``: continue from
     ``out/checkpoint`` (ConfigError if it was made by another method, number
     of subjects or registration parameters; no checkpoint: start afresh).
-    ``extra``: entries added to atlas_summary.json.
+    ``extra``: entries added to atlas_summary.json. The method's work (the
+    registrations, the atlas update) is its ``atlas_methods`` class.
 
     With several ranks an exception on any rank prints one line and calls
     ``comm.Abort(1)`` (the whole job stops rather than hangs); in one
@@ -695,338 +574,78 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     """
     t_start = time.perf_counter()
     method = str(method).lower()
-    if method not in METHODS:
-        raise ConfigError("method must be one of %s, got %r" % (', '.join(METHODS), method))
-    cfg = merge_config(DEFAULTS, config, params)
-    if cfg['iters'] < 0:
-        raise ConfigError("iters must be >= 0, got %r" % cfg['iters'])
-    if cfg['warm_iters'] < 1:
-        raise ConfigError("warm_iters must be >= 1, got %r" % cfg['warm_iters'])
-    if not isinstance(cfg['register'], dict):
-        raise ConfigError("register must be a mapping of the %s parameters, got %r" % (method, cfg['register']))
-    checkpoint_every = int(checkpoint_every or 0)
-    if checkpoint_every < 0:
-        raise ConfigError("checkpoint_every must be >= 0, got %r" % checkpoint_every)
-    if (checkpoint_every or resume) and out is None:
-        raise ConfigError("checkpoints need an output folder (out=)")
+    cls = atlas_method(method)
+    cfg, checkpoint_every = _checked_config(method, config, params, checkpoint_every, resume, out)
     images = list(images)
     n = len(images)
     if n < 1:
         raise ValueError("build_atlas: no images")
     reg_params = {k: v for k, v in cfg['register'].items() if str(k).replace('-', '_') != 'device'}
-    mod, reg_cfg = _method_cfg(method, reg_params)          # ConfigError: a bad registration key
+    reg_cfg = cls.registration_config(reg_params)          # ConfigError: a bad registration key
     warm_cfg = dict(reg_cfg, scales=[1], iters=[int(cfg['warm_iters'])])
 
-    ctx = _Ctx(comm if comm is not None else _world())
-    # the device (before any allocation): one GPU per rank where several exist
-    first = images[0]
-    mType = compute_mem_type(cfg['device'], first if isinstance(first, ca.Image3D) else None)
-    if mType == ca.MEM_DEVICE:
-        ndev = ca.GetNumberOfCUDADevices()
-        if ndev > 1:
-            ca.SetCUDADevice(ctx.rank % ndev)
-    device = 'gpu' if mType == ca.MEM_DEVICE else 'cpu'
+    ctx = RankContext(comm if comm is not None else GetWorld())
+    mType, device = _device(ctx, cfg, images[0])
     reg_cfg['device'] = warm_cfg['device'] = device
-
-    grid0 = _grid_of(first).copy()
-    for i, item in enumerate(images[1:], 1):
-        if not same_grid(grid0, _grid_of(item)):
-            raise ValueError("build_atlas: subject %d is not on the grid of subject 0 (%s vs %s); "
-                             "resample the subjects onto one grid first" % (i, _grid_of(item), grid0))
+    grid = _common_grid(images)
     names = [_subject_name(item, i) for i, item in enumerate(images)]
     from PyCA.Common import Distribute
     local = Distribute(n, ctx.size, ctx.rank)
-
-    stage = None   # the outputs' staging folder (PyCA.Apps.staging), once there is one
-
-    def fail(e):
-        if stage is not None:
-            # a failed run leaves no output; a resumable one (checkpoints)
-            # leaves its stage for the resume to take its iteration atlases from
-            stage.release() if checkpoint_every else stage.abort()
-        if ctx.size > 1:
-            _abort_line(ctx, e)
-            ctx.comm.Abort(1)
-        raise e
-
+    run = _Run(ctx, out, checkpoint_every, method, cfg, n)
     try:
-        # the histogram reference: subject 0 as read (and bias-corrected); every rank makes it
-        ref = None
-        if cfg['match_histogram'] and isinstance(images[0], (str, os.PathLike)):
-            ref = _prepared_subject(images[0], 0, cfg['bias_correct'])
-        subj = {i: _load_subject(images[i], i, mType, cfg['normalize'], cfg['bias_correct'],
-                                 ref if i != 0 else None) for i in local}
-        for i, im in subj.items():
-            if tuple(im.size()) != tuple(grid0.size()):
-                raise ValueError("build_atlas: subject %d has size %s, subject 0 %s"
-                                 % (i, tuple(im.size()), tuple(grid0.size())))
-        from PyCA.Common import GetDirection
-        # the direction cosines of the outputs: those of the (first) subject
-        direction = None
-        for i in local:
-            direction = GetDirection(images[i]) if isinstance(images[i], ca.Image3D) else GetDirection(subj[i])
-            break
-        ensure_thread_memory_manager(grid0, mType)
-        grid = grid0
-        vol = grid.voxelVol()
-        # the initial atlas: the plain mean
-        mean = ca.Image3D(grid, mType)
-        num = _Sum64(ctx, mean)
-        for i in local:
-            num.add(subj[i])
-        num.store(mean, num.allreduce() / n)
+        subj, run.direction = _load_local(images, local, cfg, grid, mType)
+        ensure_thread_memory_manager(grid, mType)
+        mean = _mean_of(ctx, subj, local, grid, mType, n)
         atlas = ca.Image3D(grid, mType)
         ca.Copy(atlas, mean)
-
-        state = {}                       # greedy: h_i; lddmm: m_i (the warm starts)
-        energy, spi, mnorm, mrel = [], [], [], []
-        k0 = 0
-        if resume:
-            js = _read_checkpoint(out, method, n, cfg)
-            if js is not None:
-                from PyCA.Common import LoadITKImage, LoadITKField
-                k0 = int(js['iteration'])
-                a = LoadITKImage(os.path.join(js['_dir'], 'atlas.nii.gz'))
-                ca.Copy(atlas, a)
-                for i in local:
-                    f = LoadITKField(os.path.join(js['_dir'], _state_name(i)))
-                    state[i] = _copy_to(f, mType)
-                    state[i].setGrid(grid)
-                energy = [float(e) for e in js.get('energies', [])]
-                spi = [float(s) for s in js.get('seconds_per_iter', [])]
-                mnorm = [float(s) for s in js.get('mean_momentum_norm', [])]
-                mrel = [float(s) for s in js.get('momentum_norm', [])]
-        resumed_from = k0
+        js = checkpoints.read_checkpoint(out, method, n, cfg) if resume else None
+        k0, state = 0, {}
+        if js is not None:
+            k0 = int(js['iteration'])
+            state = checkpoints.load_checkpoint(js, atlas, local, grid, mType)
+        updater = cls(ctx, subj, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state=state, history=js)
     except Exception as e:  # noqa: BLE001
-        fail(e)
-
-    outdir = os.fspath(out) if out is not None else None
-    if outdir is not None:
-        # every output of the run (the per-iteration atlases too) goes into a
-        # staging folder, moved into place when all were written; the
-        # checkpoints are outside it (they are what a resume reads)
+        run.fail(e)
+    if run.outdir is not None:
         try:
-            stage = _make_stage(ctx, outdir, ['atlas_iter_%d.nii.gz' % k for k in range(k0 + 1)])
-            if k0 == 0 and ctx.rank == 0:
-                from PyCA.Common import SaveITKImage
-                SaveITKImage(_host(atlas), stage.path('atlas_iter_0.nii.gz'), True, direction=direction)
+            run.open_stage(atlas, k0)
         except Exception as e:  # noqa: BLE001
-            fail(e)
+            run.fail(e)
 
     iters = int(cfg['iters'])
-    deformed, hfields, momenta, phinv = {}, {}, {}, {}
-    den = _Sum64(ctx, atlas) if cfg['jacobian_weighted'] and method != 'lddmm' else None
-    sden = _Sum64(ctx, atlas) if method == 'lddmm' else None
-    ones = ca.Image3D(grid, mType) if method == 'lddmm' else None
-    w = ca.Image3D(grid, mType) if cfg['jacobian_weighted'] or method == 'lddmm' else None
-    tmpi = ca.Image3D(grid, mType)
-    mbar = ca.Field3D(grid, mType) if method == 'lddmm' else None
-    msum = _Sum64(ctx, mbar) if method == 'lddmm' else None
-    tmpf = ca.Field3D(grid, mType) if method == 'lddmm' else None
-    kernel = None
-    if method == 'lddmm':
-        kernel = kernel_of(grid, mType, reg_cfg)
-
-    def register_all(k):
-        """Registers the local subjects to ``atlas``; the local energy sum."""
-        cfg_k = reg_cfg if (k == 0 and not state) else warm_cfg
-        e_loc = 0.0
-        for i in local:
-            if method == 'greedy':
-                res = mod.greedy_register(atlas, subj[i], config=cfg_k, quiet=True,
-                                          init_h=state.get(i), compute_inverse=False)
-                h = res.h
-                dfm = res.deformed
-                ca.Sub(tmpi, atlas, dfm)
-                e_loc += ca.Sum2(tmpi) * vol
-                state[i] = h
-            else:
-                res = mod.lddmm_register(subj[i], atlas, config=cfg_k, quiet=True,
-                                         init_momentum=state.get(i))
-                h = res.hinv                         # phi_i: atlas grid -> subject voxels
-                phinv[i] = res.h                     # phi_i^-1: subject grid -> atlas voxels
-                dfm = ca.Image3D(grid, mType)
-                ca.ApplyH(dfm, subj[i], h)
-                e_loc += res.energy[-1] if res.energy else 0.0
-                state[i] = res.momentum
-                momenta[i] = _copy_to(res.momentum, mType)
-            hfields[i], deformed[i] = h, dfm
-        return e_loc
-
-    def apply_normal(x):
-        """sum_i W_i^T W_i x over all subjects (W_i x = ApplyH(x, phi_i^-1))."""
-        num.store(tmpi, x)
-        num.zero()
-        for i in local:
-            ca.ApplyH(w, tmpi, phinv[i])
-            ca.Splat(ones, phinv[i], w, False)
-            num.add(ones)
-        return num.allreduce().copy()
-
-    def _cg_atlas(x0, b, D, reached, iters):
-        """Jacobi-preconditioned conjugate gradients on (sum W_i^T W_i) A =
-        sum W_i^T I_i from the previous atlas: every iterate lowers the
-        image terms (for the momenta of this iteration), so the atlas update
-        never raises them."""
-        x = x0.copy()
-        Dinv = np.where(reached, 1.0 / np.where(reached, D, 1.0), 0.0)
-        r = b - apply_normal(x)
-        r[~reached] = 0.0
-        z = Dinv * r
-        p = z.copy()
-        rz = float(np.vdot(r, z))
-        for _ in range(iters):
-            if not rz > 0.0:
-                break
-            q = apply_normal(p)
-            pq = float(np.vdot(p, q))
-            if not pq > 0.0:
-                break
-            a = rz / pq
-            x += a * p
-            r -= a * q
-            r[~reached] = 0.0
-            z = Dinv * r
-            rz_new = float(np.vdot(r, z))
-            p = z + (rz_new / rz) * p
-            rz = rz_new
-        return x
-
-    def update_atlas():
-        num.zero()
-        if den is not None:
-            den.zero()
-        if method == 'lddmm':
-            # the discrete least-squares atlas of the image terms:
-            # sum_i Splat(I_i, phi_i^-1) / sum_i Splat(1, phi_i^-1)
-            ca.SetMem(ones, 1.0)
-            sden.zero()
-            for i in local:
-                ca.Splat(tmpi, phinv[i], subj[i], False)
-                num.add(tmpi)
-                ca.Splat(w, phinv[i], ones, False)
-                sden.add(w)
-            total, wsum = num.allreduce().copy(), sden.allreduce().copy()
-            prev = np.array(_host(atlas).asnp(), np.float64)
-            reached = wsum > 1e-3
-            if int(cfg['atlas_cg_iters']) <= 0:
-                num.store(atlas, np.where(reached, total / np.where(reached, wsum, 1.0), prev))
-            else:
-                num.store(atlas, _cg_atlas(prev, total, wsum, reached, int(cfg['atlas_cg_iters'])))
-        for i in (local if method != 'lddmm' else ()):
-            if den is not None:
-                ca.JacDetHVoxel(w, hfields[i])
-                ca.Mul(tmpi, deformed[i], w)
-                num.add(tmpi)
-                den.add(w)
-            else:
-                num.add(deformed[i])
-        if method != 'lddmm':
-            total = num.allreduce()
-            if den is not None:
-                num.store(atlas, total / np.maximum(den.allreduce(), 1e-6))
-            else:
-                num.store(atlas, total / n)
-            return None, None
-        msum.zero()
-        nrm = 0.0
-        for i in local:
-            msum.add(state[i])
-            nrm += _knorm(kernel, state[i], tmpf, vol)
-        msum.store(mbar, msum.allreduce() / n)
-        nrm = ctx.sumf(nrm) / n
-        mb = _knorm(kernel, mbar, tmpf, vol)
-        if cfg['center'] and mb > 0:
-            from .lddmm import Shooter
-            sh = Shooter(grid, mType, kernel, reg_cfg['nsteps'], reg_cfg['integrator'], reg_cfg['sigma'],
-                         reg_cfg['inverse_iters'], reg_cfg['adjoint'])
-            sh.shoot(mbar)
-            ca.Copy(tmpi, atlas)
-            ca.ApplyH(atlas, tmpi, sh.ginv[sh.T])
-            for i in local:
-                ca.Sub_I(state[i], mbar)
-        return mb, nrm
-
     with Progress(max(iters - k0, 0), '%s atlas' % method, quiet or ctx.rank != 0) as bar:
         for k in range(k0, iters):
             t0 = time.perf_counter()
             try:
-                e = ctx.sumf(register_all(k))
-                mb, nrm = update_atlas()
-                energy.append(e)
-                if mb is not None:
-                    mnorm.append(mb)
-                    mrel.append(nrm)
-                spi.append(time.perf_counter() - t0)
-                if outdir is not None and ctx.rank == 0:
-                    from PyCA.Common import SaveITKImage
-                    SaveITKImage(_host(atlas), stage.path('atlas_iter_%d.nii.gz' % (k + 1)), True, direction=direction)
-                if outdir is not None and checkpoint_every and ((k + 1) % checkpoint_every == 0 or k + 1 == iters):
-                    _write_checkpoint(ctx, outdir, k + 1, atlas, state, method, cfg, n, energy,
-                                      dict(seconds_per_iter=spi, mean_momentum_norm=mnorm,
-                                           momentum_norm=mrel), direction)
+                e = updater.iterate(atlas, k)
+                updater.seconds_per_iter.append(time.perf_counter() - t0)
+                run.iteration_done(atlas, k + 1, iters, updater)
             except Exception as ex:  # noqa: BLE001
                 bar.close()
-                fail(ex)
-            post = {}
-            if mb is not None and nrm:
-                post['mbar'] = mb / nrm
-            bar.update(e, **post)
+                run.fail(ex)
+            bar.update(e, **updater.progress())
 
     # iterations resumed at the end (nothing left to do) or none at all: the
     # subjects' deformations against the final atlas are still reported
     try:
-        if not deformed:
-            for i in local:
-                if method == 'greedy':
-                    hh = state.get(i)
-                    if hh is None:
-                        hh = ca.Field3D(grid, mType)
-                        ca.SetToIdentity(hh)
-                    dfm = ca.Image3D(grid, mType)
-                    ca.ApplyH(dfm, subj[i], hh)
-                    hfields[i], deformed[i] = hh, dfm
-                else:
-                    hh = ca.Field3D(grid, mType)
-                    ca.SetToIdentity(hh)
-                    dfm = ca.Image3D(grid, mType)
-                    ca.Copy(dfm, subj[i])
-                    if i in state:   # the subject's geodesic from the atlas, shot again
-                        from .lddmm import Shooter
-                        sh = Shooter(grid, mType, kernel, reg_cfg['nsteps'], reg_cfg['integrator'],
-                                     reg_cfg['sigma'], reg_cfg['inverse_iters'], reg_cfg['adjoint'])
-                        sh.shoot(state[i])
-                        ca.Copy(hh, sh.g[sh.T])
-                        ca.ApplyH(dfm, subj[i], hh)
-                    else:
-                        state[i] = ca.Field3D(grid, mType)
-                        ca.SetToZero(state[i])
-                    momenta[i] = state[i]
-                    hfields[i], deformed[i] = hh, dfm
+        if not updater.deformed:
+            updater.deform_subjects()
         result = AtlasResult(
-            method=method, atlas=atlas, mean=mean, energy=energy, iterations=len(energy),
-            seconds=time.perf_counter() - t_start, subjects=list(local), h=hfields, deformed=deformed,
-            momentum={i: momenta[i] for i in local} if method == 'lddmm' else {},
-            seconds_per_iter=spi, mean_momentum_norm=mnorm, momentum_norm=mrel, names=names,
-            ranks=ctx.size, rank=ctx.rank, device=device, resumed_from=resumed_from,
-            config=dict(copy.deepcopy(cfg), register=_jsonable(reg_cfg), warm=_jsonable(warm_cfg)))
-        if outdir is not None:
-            result.files = _write_outputs(ctx, stage, result, subj, extra, direction).get('files', {})
+            method=method, atlas=atlas, mean=mean, energy=updater.energy, iterations=len(updater.energy),
+            seconds=time.perf_counter() - t_start, subjects=list(local), h=updater.h,
+            deformed=updater.deformed, momentum=updater.momentum(), seconds_per_iter=updater.seconds_per_iter,
+            mean_momentum_norm=updater.mean_momentum_norm, momentum_norm=updater.momentum_norm, names=names,
+            ranks=ctx.size, rank=ctx.rank, device=device, resumed_from=k0,
+            config=dict(copy.deepcopy(cfg), register=jsonable(reg_cfg), warm=jsonable(warm_cfg)))
+        if run.outdir is not None:
+            result.files = _write_outputs(ctx, run.stage, result, subj, extra, updater,
+                                          run.direction).get('files', {})
     except Exception as e:  # noqa: BLE001
-        fail(e)
+        run.fail(e)
     return result
 
 
 # --------------------------------------------------------------------------- command line
-
-class UsageError(Exception):
-    """A bad command line or input (exit status 2)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError('%s (see %s --help)' % (message, self.prog))
-
 
 def build_parser():
     """The ``pyca-atlas`` command line's parser (its options are listed by ``--help``).
@@ -1034,7 +653,7 @@ def build_parser():
     Returns:
         argparse.ArgumentParser: the parser (usage errors: exit status 2).
     """
-    p = _Parser(prog=PROG,
+    p = Parser(prog=PROG,
                 description='Builds an atlas (population template) of images on one grid with PyCA '
                             '(greedy fluid or LDDMM registrations to the current atlas, then averaging), '
                             'in one process or over MPI ranks (mpiexec -n K python -m PyCA.Apps.atlas ...).',
@@ -1053,7 +672,6 @@ def build_parser():
     p.add_argument('--set', dest='params', action='append', default=[], metavar='KEY=VALUE',
                    help='an atlas parameter (iters, warm_iters, jacobian_weighted, center) or a '
                         'registration parameter as register.KEY=VALUE (repeatable)')
-    from .register import add_metric_args, add_preparation_args
     add_metric_args(p, "every subject's", "ssd, the metric of the atlas update (register.metric)")
     p.add_argument('--checkpoint-every', default=0, type=str, metavar='N',
                    help='checkpoint every N atlas iterations (0: never)')
@@ -1063,22 +681,6 @@ def build_parser():
     add_preparation_args(p, 'every subject', "every subject's histogram to the first subject's", None, None)
     p.add_argument('--quiet', action='store_true', help='no progress bar, only the final lines')
     return p
-
-
-def _fail(message, code):
-    sys.stderr.write('%s: error: %s\n' % (PROG, ' '.join(str(message).split())))
-    sys.stderr.flush()
-    return code
-
-
-def _int_arg(text, what, lo):
-    try:
-        v = int(str(text).strip())
-    except ValueError:
-        raise UsageError('%s must be a whole number, got %r' % (what, text)) from None
-    if v < lo:
-        raise UsageError('%s must be >= %d, got %d' % (what, lo, v))
-    return v
 
 
 _TMP_NAME = re.compile(r'\.tmp-\d+-\d+(\.|$)')
@@ -1104,7 +706,6 @@ def _expand(patterns):
 
 
 def _setup(args):
-    from .register import _value, _check_outdir
     files = _expand(args.images)
     if len(files) < 2:
         raise UsageError('an atlas needs at least 2 images, got %d' % len(files))
@@ -1115,18 +716,18 @@ def _setup(args):
         k, v = item.split('=', 1)
         k = k.strip().replace('-', '_')
         if k.startswith('register.'):
-            reg[k[len('register.'):]] = _value(v.strip())
+            reg[k[len('register.'):]] = parse_value(v.strip())
         else:
-            params[k] = _value(v.strip())
+            params[k] = parse_value(v.strip())
     if args.iters is not None:
-        params['iters'] = _int_arg(args.iters, '--iters', 0)
+        params['iters'] = parse_int(args.iters, '--iters', 0)
     if args.metric is not None:
         reg['metric'] = args.metric
     if args.lncc_radius is not None:
-        reg['lncc_radius'] = _value(args.lncc_radius)
+        reg['lncc_radius'] = parse_value(args.lncc_radius)
     if args.mi_bins is not None:
-        reg['mi_bins'] = _value(args.mi_bins)
-    every = _int_arg(args.checkpoint_every, '--checkpoint-every', 0)
+        reg['mi_bins'] = parse_value(args.mi_bins)
+    every = parse_int(args.checkpoint_every, '--checkpoint-every', 0)
     if args.config is not None and not os.path.isfile(args.config):
         raise UsageError("configuration file not found: '%s'" % args.config)
     cfg = merge_config(DEFAULTS, args.config, params)
@@ -1140,26 +741,25 @@ def _setup(args):
     cfg['device'] = dev
     cfg['normalize'] = bool(args.normalize) and cfg['normalize']
     # --[no-]bias-correct / --[no-]match-histogram win; else the config file's or --set's
-    # value; else the command line's default (register.BIAS_CORRECT_DEFAULT, ...)
+    # value; else the command line's default (_cli.BIAS_CORRECT_DEFAULT, ...)
     from ._common import load_config
-    from .register import BIAS_CORRECT_DEFAULT, MATCH_HISTOGRAM_DEFAULT
     given = set(str(k).replace('-', '_') for k in list(load_config(args.config)) + list(params))
     for key, flag, default in (('bias_correct', args.bias_correct, BIAS_CORRECT_DEFAULT),
                                ('match_histogram', args.match_histogram, MATCH_HISTOGRAM_DEFAULT)):
         cfg[key] = bool(flag) if flag is not None else (bool(cfg[key]) if key in given else bool(default))
     # every image readable, 2-D/3-D, on one grid (header reads only)
     from PyCA.Common import ReadGrid
-    from .io import _check_not_4d
+    from .io import check_not_4d
     g0 = None
     for f in files:
-        _check_not_4d(f, 'image')
+        check_not_4d(f, 'image')
         g = ReadGrid(f)
         if g0 is None:
             g0 = g
         elif not same_grid(g0, g):
             raise UsageError("'%s' is not on the grid of '%s' (%s vs %s): resample the images onto "
                              "one grid first" % (f, files[0], g, g0))
-    _check_outdir(args.out)
+    check_outdir(args.out)
     return files, cfg, every
 
 
@@ -1173,20 +773,14 @@ def main(argv=None):
     Returns:
         int: the exit status.
     """
-    from ._common import run_cli
     return run_cli(_main, argv)
 
 
 def _main(argv=None):
-    from .register import _message, UsageError as _RegisterUsageError
-    debug = os.environ.get('PYCA_DEBUG', '') not in ('', '0')
-    try:
-        args = build_parser().parse_args(argv)
-    except UsageError as e:
-        return _fail(e, 2)
-    except SystemExit as e:  # --help
-        return e.code if isinstance(e.code, int) else 0
-    comm = _world()
+    args, status = parse_args(PROG, build_parser(), argv)
+    if args is None:
+        return status
+    comm = GetWorld()
     rank, size = int(comm.Get_rank()), int(comm.Get_size())
     quiet = args.quiet or rank != 0
     stage = 'input'
@@ -1201,21 +795,8 @@ def _main(argv=None):
         res = build_atlas(files, method=args.method, config=cfg, quiet=quiet, comm=comm, out=args.out,
                           checkpoint_every=every, resume=args.resume,
                           extra=dict(images=[os.path.abspath(f) for f in files]))
-    except KeyboardInterrupt:
-        sys.stderr.write('%s: interrupted\n' % PROG)
-        return 130
-    except (UsageError, _RegisterUsageError, ConfigError) as e:
-        return _fail(_message(e), 2)
-    except (OSError, ValueError, RuntimeError, ImportError, TypeError, MemoryError) as e:
-        if debug:
-            raise
-        return _fail(_message(e) if stage == 'input' else '%s failed: %s' % (stage, _message(e)),
-                     2 if stage == 'input' else 1)
-    except Exception as e:  # noqa: BLE001
-        if debug:
-            raise
-        return _fail('internal error in the %s step (%s: %s); set PYCA_DEBUG=1 for the traceback'
-                     % (stage, type(e).__name__, _message(e)), 1)
+    except (KeyboardInterrupt, Exception) as e:  # noqa: BLE001  one line (a bug of ours too)
+        return error_status(PROG, e, stage)
     if rank == 0:
         print('%s: %s atlas done: %d iterations in %.2f s (%.3g s/iteration), energy %s'
               % (PROG, res.method, res.iterations, res.seconds,
