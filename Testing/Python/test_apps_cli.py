@@ -28,7 +28,7 @@ from PyCA.Common import GetDirection  # noqa: E402
 import PyCA.Common as common  # noqa: E402
 from PyCA.Apps.io import load_pair, normalize_intensity  # noqa: E402
 from PyCA.Apps.outputs import SUMMARY_KEYS, mismatch  # noqa: E402
-import PyCA.Apps.register as cli  # noqa: E402
+import PyCA.Apps.register_cli as cli  # noqa: E402
 
 
 # --------------------------------------------------------------------------- data
@@ -317,7 +317,8 @@ def test_cli_subprocess_3d_lddmm(data, tmp_path):
     mov = np.clip((mov - lo) / (hi - lo), 0, 1)
     coords = [h[..., c].T for c in range(3)]
     ref = ndimage.map_coordinates(mov, coords, order=1, mode='nearest')
-    dfm = sitk.GetArrayFromImage(_read(out / 'deformed.nii.gz')).T
+    # (the registration's own deformed image: normalised; deformed.nii.gz is the file's values)
+    dfm = sitk.GetArrayFromImage(_read(out / 'deformed_preprocessed.nii.gz')).T
     assert np.abs(dfm - ref).max() < 2e-3
 
 
@@ -357,6 +358,20 @@ def test_cli_affine_and_the_package_function(data, tmp_path, capsys):
     assert res.iterations == 2 and res.method == 'greedy'
 
 
+def test_register_is_the_function_not_a_module():
+    """The command line's module is PyCA.Apps.register_cli; PyCA.Apps.register
+    stays the function (no module in its place): importing a module of that
+    name fails, ``python -m PyCA.Apps.register`` runs the command line (_cli)."""
+    import types
+    import PyCA.Apps as apps
+    from PyCA.Apps import register
+    assert callable(register) and not isinstance(register, types.ModuleType)
+    with pytest.raises(ImportError, match='register_cli'):
+        import PyCA.Apps.register  # noqa: F401
+    assert apps.register is register and 'PyCA.Apps.register' not in sys.modules
+    assert cli.__name__ == 'PyCA.Apps.register_cli' and apps.register is register
+
+
 def test_cli_moving_on_another_grid(data, tmp_path, capsys):
     """A moving file on another grid is resampled onto the fixed one (world
     coordinates); every output is on the fixed grid."""
@@ -374,6 +389,37 @@ def test_cli_moving_on_another_grid(data, tmp_path, capsys):
     _check_geometry(out / 'hfield.nii.gz', data['f2'], ncomp=3)
     assert s['mismatch_ratio'] < 1
 
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_deformed_is_the_moving_image_through_warp(data, tmp_path, capsys, affine):
+    """deformed.nii.gz is the ORIGINAL moving image (its own grid and
+    intensities, scaled here by 50 + 7 so that normalisation and N4 show)
+    warped by the result's own warp.nii.gz, as SimpleITK resamples it;
+    the registration's preprocessed one is deformed_preprocessed.nii.gz."""
+    m = sitk.GetArrayFromImage(sitk.ReadImage(data['m2'])).T * 50.0 + 7.0
+    mp = _write(m[4:44, 2:46], tmp_path / 'm_other.nii.gz', (1.3, 1.25), (5.0 + 4 * 1.2 - 0.3, -3.0 + 2 * 1.2))
+    out = tmp_path / 'warp'
+    rc = cli.main(['--fixed', data['f2'], '--moving', mp, '--method', 'lddmm', '--scales', '1',
+                   '--iters', '3', '--quiet', '--bias-correct', '--out', str(out)]
+                  + (['--affine'] if affine else []))
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    fixed = sitk.ReadImage(data['f2'])
+    moving = sitk.Cast(sitk.ReadImage(mp), sitk.sitkFloat32)
+    warp = sitk.ReadImage(str(out / 'warp.nii.gz'), sitk.sitkVectorFloat64)
+    ref = sitk.Resample(moving, fixed, sitk.DisplacementFieldTransform(warp), sitk.sitkLinear, 0.0,
+                        sitk.sitkFloat32)
+    got = sitk.ReadImage(str(out / 'deformed.nii.gz'))
+    _check_geometry(out / 'deformed.nii.gz', data['f2'])
+    b = sitk.GetArrayFromImage(ref)
+    a = sitk.GetArrayFromImage(got).reshape(b.shape)     # saved as the other volumes (one slice)
+    np.testing.assert_allclose(a, b, atol=1e-4 * np.abs(b).max())
+    assert a.max() > 20.0                                  # the moving image's own intensities
+    pre = sitk.GetArrayFromImage(sitk.ReadImage(str(out / 'deformed_preprocessed.nii.gz')))
+    assert pre.max() < 2.0                                  # normalised to about [0, 1]
+    s = json.load(open(out / 'summary.json'))
+    assert 'deformed_preprocessed' in s['files'] and 'preprocessed' in s['mismatch_images']
 
 def _bad_cases(data, tmp):
     d = data
@@ -453,7 +499,7 @@ def test_cli_help_and_console_script_entry():
                        'pyproject.toml')
     if os.path.isfile(src):
         text = open(src).read()
-        assert 'pyca-register = "PyCA.Apps.register:main_entry"' in text
+        assert 'pyca-register = "PyCA.Apps.register_cli:main_entry"' in text
 
 
 def test_cli_reports_a_folded_inverse(tmp_path, capfd):

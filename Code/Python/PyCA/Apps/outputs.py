@@ -8,7 +8,11 @@ folder first, moved into ``outdir`` when every one was written
 (PyCA.Apps.staging), so a failure (a full disk) leaves ``outdir`` as it was:
 
 =================== ==========================================================
-``deformed.nii.gz`` the moving image deformed onto the fixed grid
+``deformed.nii.gz`` the moving image deformed onto the fixed grid (with
+                    ``moving_space['image']``, pyca-register's: the original
+                    moving file in its own intensities through warp.nii.gz,
+                    and ``deformed_preprocessed.nii.gz`` the registration's
+                    own, N4-corrected and normalised, deformed image)
 ``hfield.nii.gz``   the H-field (3-vector NIfTI): for each fixed voxel the
                     voxel coordinates (x, y, z indices) in the moving image
                     *as given to the registration*, i.e. already on the fixed
@@ -45,7 +49,11 @@ import numpy as np
 import PyCA.Core as ca
 from PyCA.Common import SaveITKImage, SaveITKField, GetDirection
 
-__all__ = ['write_outputs', 'mismatch', 'jacobian_determinant', 'thread_count', 'SUMMARY_KEYS']
+from .figures import fmt, planes, plane_axes, plane_coords, plane_extent, plane_slice
+from .transform import displacement_field, grid_record, resample_through, write_transform_files
+
+__all__ = ['write_outputs', 'mismatch', 'jacobian_determinant', 'thread_count', 'jsonable',
+           'SUMMARY_KEYS']
 
 SUMMARY_KEYS = ('method', 'initial_mismatch', 'final_mismatch', 'mismatch_ratio', 'jacdet_min',
                 'jacdet_max', 'folded_voxels', 'iterations', 'seconds_per_iter', 'total_seconds',
@@ -151,13 +159,23 @@ def thread_count():
         return os.cpu_count() or 1
 
 
-def _jsonable(v):
+def jsonable(v):
+    """A copy of ``v`` that json.dump writes: dicts, lists, numbers (None
+    for non-finite ones), strings, None; NumPy values and PyCA vectors
+    converted, anything else as its str.
+
+    Args:
+        v (object): the value.
+
+    Returns:
+        object: the JSON-ready value.
+    """
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
+        return jsonable(v.tolist())
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, numbers.Integral):
@@ -168,58 +186,11 @@ def _jsonable(v):
     if v is None or isinstance(v, str):
         return v
     if isinstance(v, (ca.Vec3Df, ca.Vec3Di)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     return str(v)
 
 
-def _grid_dict(g):
-    return dict(size=[int(v) for v in g.size()], spacing=[float(v) for v in g.spacing()],
-                origin=[float(v) for v in g.origin()])
-
-
 # --------------------------------------------------------------------------- the page
-
-def _planes(size):
-    """[(name, axis, index)] of the slices shown: z (axial), y (coronal),
-    x (sagittal) through the middle; 2-D: the one z plane."""
-    sx, sy, sz = size
-    if sz == 1:
-        return [('2-D', 2, 0)]
-    return [('axial z=%d' % (sz // 2), 2, sz // 2), ('coronal y=%d' % (sy // 2), 1, sy // 2),
-            ('sagittal x=%d' % (sx // 2), 0, sx // 2)]
-
-
-def _slice(a, axis, k):
-    """The plane of a (x, y, z) array, oriented for imshow(origin='lower'):
-    rows = the vertical axis (y for axial, z otherwise)."""
-    s = np.take(a, k, axis=axis)
-    return s.T  # axial (x, y) -> rows y; coronal (x, z) -> rows z; sagittal (y, z) -> rows z
-
-
-def _plane_axes(axis):
-    return {2: (0, 1), 1: (0, 2), 0: (1, 2)}[axis]  # (horizontal, vertical) world axes
-
-
-def _extent(grid, axis):
-    u, v = _plane_axes(axis)
-    sp, org, n = tuple(grid.spacing()), tuple(grid.origin()), tuple(grid.size())
-    return [org[u] - sp[u] / 2, org[u] + (n[u] - 0.5) * sp[u],
-            org[v] - sp[v] / 2, org[v] + (n[v] - 0.5) * sp[v]]
-
-
-def _coords(grid, axis):
-    u, v = _plane_axes(axis)
-    sp, org, n = tuple(grid.spacing()), tuple(grid.origin()), tuple(grid.size())
-    return org[u] + sp[u] * np.arange(n[u]), org[v] + sp[v] * np.arange(n[v])
-
-
-def _fmt(v, nd=3):
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return 'n/a'
-    if isinstance(v, numbers.Integral):
-        return str(v)
-    return '%.*g' % (nd, v)
-
 
 def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, title):
     # a Figure with an Agg canvas: no pyplot, no display, the caller's backend untouched
@@ -242,8 +213,8 @@ def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, 
     span_hi = max(jmax - 1.0, 0.05)
     jnorm = TwoSlopeNorm(vmin=1.0 - span_lo, vcenter=1.0, vmax=1.0 + span_hi)
     fold_cmap = ListedColormap([FOLD_COLOUR])
-    planes = _planes(tuple(g.size()))
-    is2d = len(planes) == 1
+    cuts = planes(tuple(g.size()))
+    is2d = len(cuts) == 1
 
     fig = Figure(figsize=(16, 10), dpi=100, layout='constrained')
     FigureCanvasAgg(fig)
@@ -254,7 +225,7 @@ def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, 
         gs = fig.add_gridspec(3, 6, width_ratios=[1, 1, 1, cb, 1, cb], height_ratios=[1, 1, 0.72])
         cells = {'fixed': gs[0, 0], 'moving': gs[0, 1], 'dm': gs[0, 2],
                  'grid': gs[1, 0], 'deformed': gs[1, 1], 'dd': gs[1, 2], 'jac': gs[1, 4]}
-        rows = [(planes[0], cells)]
+        rows = [(cuts[0], cells)]
         cb_cells = {'dd': gs[0:2, 3], 'jac': gs[1, 5]}
         energy_cell, text_cell = gs[2, :], gs[0, 4:]
     else:
@@ -262,46 +233,47 @@ def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, 
         gs = fig.add_gridspec(4, 9, width_ratios=[1, 1, 1, 1, 1, cb, 1, 1, cb],
                               height_ratios=[1, 1, 1, 0.95])
         cols = {'fixed': 0, 'moving': 1, 'deformed': 2, 'dm': 3, 'dd': 4, 'grid': 6, 'jac': 7}
-        rows = [(p, {n: gs[r, c] for n, c in cols.items()}) for r, p in enumerate(planes)]
+        rows = [(p, {n: gs[r, c] for n, c in cols.items()}) for r, p in enumerate(cuts)]
         cb_cells = {'dd': gs[1, 5], 'jac': gs[1, 8]}
         energy_cell, text_cell = gs[3, 0:5], gs[3, 5:]
 
     col_titles = {
         'fixed': 'fixed\n%s' % ('(mask outlined)' if Mk is not None else ''),
-        'moving': 'moving\nMSE %s' % _fmt(summary['initial_mismatch']),
-        'deformed': 'deformed\nMSE %s' % _fmt(summary['final_mismatch']),
+        'moving': 'moving\nMSE %s' % fmt(summary['initial_mismatch']),
+        'deformed': '%s\nMSE %s' % ('deformed (preprocessed)' if summary['mismatch_images'] != 'as registered'
+                                      else 'deformed', fmt(summary['final_mismatch'])),
         'dm': '|fixed - moving|\n(same colour scale)',
-        'dd': '|fixed - deformed|\nMSE ratio %s' % _fmt(summary['mismatch_ratio']),
+        'dd': '|fixed - deformed|\nMSE ratio %s' % fmt(summary['mismatch_ratio']),
         'grid': 'deformation grid\n(lines of h) on deformed',
-        'jac': 'det J  [%s, %s]\n%d folded voxel%s' % (_fmt(jmin), _fmt(jmax), summary['folded_voxels'],
+        'jac': 'det J  [%s, %s]\n%d folded voxel%s' % (fmt(jmin), fmt(jmax), summary['folded_voxels'],
                                                       '' if summary['folded_voxels'] == 1 else 's'),
     }
     maps = {}
     for r, ((pname, axis, k), cells) in enumerate(rows):
-        ext = _extent(g, axis)
+        ext = plane_extent(g, axis)
         for name, cell in cells.items():
             ax = fig.add_subplot(cell)
             ax.set_xticks([])
             ax.set_yticks([])
             if name in ('fixed', 'moving', 'deformed', 'grid'):
                 src = {'fixed': F, 'moving': M, 'deformed': D, 'grid': D}[name]
-                ax.imshow(_slice(src, axis, k), cmap='gray', vmin=lo, vmax=hi, origin='lower',
+                ax.imshow(plane_slice(src, axis, k), cmap='gray', vmin=lo, vmax=hi, origin='lower',
                           extent=ext, interpolation='nearest')
                 if name == 'fixed' and Mk is not None and Mk.any() and not Mk.all():
-                    xs, ys = _coords(g, axis)
-                    sl = _slice(Mk.astype(float), axis, k)
+                    xs, ys = plane_coords(g, axis)
+                    sl = plane_slice(Mk.astype(float), axis, k)
                     if 0 < sl.sum() < sl.size:
                         ax.contour(xs, ys, sl, levels=[0.5], colors='deepskyblue', linewidths=0.8)
                 if name == 'grid':
                     _draw_grid(ax, g, H, axis, k)
             elif name in ('dm', 'dd'):
                 src = dm if name == 'dm' else dd
-                maps['dd'] = ax.imshow(_slice(src, axis, k), cmap='magma', vmin=0.0, vmax=dmax,
+                maps['dd'] = ax.imshow(plane_slice(src, axis, k), cmap='magma', vmin=0.0, vmax=dmax,
                                        origin='lower', extent=ext, interpolation='nearest')
             elif name == 'jac':
-                maps['jac'] = ax.imshow(_slice(J, axis, k), cmap='RdBu_r', norm=jnorm, origin='lower',
+                maps['jac'] = ax.imshow(plane_slice(J, axis, k), cmap='RdBu_r', norm=jnorm, origin='lower',
                                         extent=ext, interpolation='nearest')
-                fold = _slice((J <= 0) | ~np.isfinite(J), axis, k)
+                fold = plane_slice((J <= 0) | ~np.isfinite(J), axis, k)
                 if fold.any():
                     ax.imshow(np.ma.masked_where(~fold, fold.astype(float)), cmap=fold_cmap,
                               origin='lower', extent=ext, interpolation='nearest', vmin=0, vmax=1)
@@ -325,13 +297,13 @@ def _draw_summary(path, fixed, moving, deformed, h, jac, mask, result, summary, 
     head = title or ('PyCA %s registration' % str(summary['method']).upper())
     numbers_line = ('mismatch %s -> %s (ratio %s),  min det J %s,  %d folded voxels,  '
                     '%d iterations in %.3g s (%s)'
-                    % (_fmt(summary['initial_mismatch']), _fmt(summary['final_mismatch']),
-                       _fmt(summary['mismatch_ratio']), _fmt(jmin), summary['folded_voxels'],
+                    % (fmt(summary['initial_mismatch']), fmt(summary['final_mismatch']),
+                       fmt(summary['mismatch_ratio']), fmt(jmin), summary['folded_voxels'],
                        summary['iterations'], summary['total_seconds'] or 0.0, summary['device']))
     sep = ':  ' if len(head) + len(numbers_line) <= 150 else '\n'
     fig.suptitle(head + sep + numbers_line, fontsize=12 if sep != '\n' else 11, fontweight='bold')
-    from PyCA.Common.PyCAIO import _atomic_save
-    _atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=100, format='png'), 'write_outputs',
+    from PyCA.Common.atomic import atomic_save
+    atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=100, format='png'), 'write_outputs',
                  itk_errors=False)   # temporary beside it, fsync, os.replace
 
 
@@ -339,12 +311,12 @@ def _draw_grid(ax, g, H, axis, k):
     """Lines of the H-field in the slice: where an in-plane component of h
     (moving voxel coordinates) is a multiple of the step, i.e. the moving
     image's regular grid as it appears in the deformed image."""
-    u, v = _plane_axes(axis)
-    xs, ys = _coords(g, axis)
+    u, v = plane_axes(axis)
+    xs, ys = plane_coords(g, axis)
     n = tuple(g.size())
     step = max(1, int(round(max(n[u], n[v]) / 16.0)))
     for comp, colour in ((u, '#ffcc00'), (v, '#ff8800')):
-        c = _slice(H[comp], axis, k)
+        c = plane_slice(H[comp], axis, k)
         if not np.isfinite(c).all() or c.max() - c.min() < 1e-6:
             continue
         levels = np.arange(math.ceil(c.min() / step) * step, c.max() + 1e-9, step)
@@ -384,7 +356,7 @@ def _draw_energy(ax, result):
     ax.set_xlabel('iteration (all scales)', fontsize=9)
     metric = str((result.config or {}).get('metric', 'ssd')).upper()
     ax.set_ylabel('energy (%s)' % metric, fontsize=9)
-    ax.set_title('energy (metric %s): %s -> %s' % (metric, _fmt(E[0], 4), _fmt(E[-1], 4)), fontsize=10)
+    ax.set_title('energy (metric %s): %s -> %s' % (metric, fmt(E[0], 4), fmt(E[-1], 4)), fontsize=10)
     ax.set_xlim(0.5, max(E.size, 1) + 0.5)
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -399,12 +371,12 @@ def _draw_text(ax, s, fontsize=10):
     rows = [
         ('method / metric', '%s / %s' % (s['method'], s.get('metric', 'ssd'))),
         ('grid', '%s voxels' % 'x'.join(str(v) for v in gr['size'])),
-        ('spacing / origin', '%s / %s' % (' '.join(_fmt(v) for v in gr['spacing']),
-                                          ' '.join(_fmt(v) for v in gr['origin']))),
-        ('mismatch (MSE)', '%s -> %s%s' % (_fmt(s['initial_mismatch'], 4), _fmt(s['final_mismatch'], 4),
+        ('spacing / origin', '%s / %s' % (' '.join(fmt(v) for v in gr['spacing']),
+                                          ' '.join(fmt(v) for v in gr['origin']))),
+        ('mismatch (MSE)', '%s -> %s%s' % (fmt(s['initial_mismatch'], 4), fmt(s['final_mismatch'], 4),
                                            ' (in mask)' if s.get('mask_voxels') else '')),
-        ('mismatch ratio', _fmt(s['mismatch_ratio'], 4)),
-        ('det J', 'min %s  max %s' % (_fmt(s['jacdet_min'], 4), _fmt(s['jacdet_max'], 4))),
+        ('mismatch ratio', fmt(s['mismatch_ratio'], 4)),
+        ('det J', 'min %s  max %s' % (fmt(s['jacdet_min'], 4), fmt(s['jacdet_max'], 4))),
         ('folded voxels', '%d (%.3g %%)' % (s['folded_voxels'], s.get('folded_percent', 0.0))),
         ('iterations', '%d,  %.3g s/iter,  %.3g s' % (s['iterations'], s['seconds_per_iter'] or 0,
                                                       s['total_seconds'] or 0)),
@@ -413,12 +385,12 @@ def _draw_text(ax, s, fontsize=10):
     extra = s.get('_extra') or {}
     for k, v in sorted(extra.items()):  # scalars of ``extra``, then its error-like dicts
         if isinstance(v, (numbers.Real, str)) and not isinstance(v, bool):
-            rows.append((str(k)[:24], _fmt(v, 4) if isinstance(v, numbers.Real) else v[:40]))
+            rows.append((str(k)[:24], fmt(v, 4) if isinstance(v, numbers.Real) else v[:40]))
     for k, v in sorted(extra.items()):
         if isinstance(v, dict) and 'error' in str(k).lower():
             items = [(a, b) for a, b in v.items() if isinstance(b, numbers.Real) and not isinstance(b, bool)]
             if items:
-                rows.append((str(k)[:24], ', '.join('%s %s' % (a, _fmt(b)) for a, b in items[:3])))
+                rows.append((str(k)[:24], ', '.join('%s %s' % (a, fmt(b)) for a, b in items[:3])))
     rows = rows[:14]
     w = max(len(k) for k, _ in rows)
     text = '\n'.join('%-*s  %s' % (w, k, v) for k, v in rows)
@@ -446,7 +418,7 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
     caller's (which then also commits it), for runs with more files.
     moving_space: the original moving file's grid and the affine
     pre-alignment, for warp.nii.gz and transform.json (None: the moving
-    image as given, no affine; see PyCA.Apps.apply.write_transform_files).
+    image as given, no affine; see PyCA.Apps.transform.write_transform_files).
 
     Args:
         outdir (str or os.PathLike): the output folder (made if missing).
@@ -459,7 +431,11 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
         stage (OutputStage, optional): the caller's staging folder (the caller commits it); default
             None = a new one, committed here.
         moving_space (dict, optional): the original moving file's grid and the affine pre-alignment,
-            for warp.nii.gz and transform.json; default None (the moving image as given, no affine).
+            for warp.nii.gz and transform.json, and its ``image`` (the original moving file as a
+            SimpleITK image, its own grid and intensities): deformed.nii.gz is then that image
+            through warp.nii.gz (what ``pyca-apply`` gives) and the registration's preprocessed
+            deformed image is deformed_preprocessed.nii.gz; default None (the moving image as
+            given, no affine).
 
     Returns:
         dict: the summary (also written to summary.json), with the paths under ``files``.
@@ -482,6 +458,19 @@ def write_outputs(outdir, result, fixed, moving, extra=None, mask=None, title=No
             stage.abort()
         raise
     return data
+
+
+def _write_warped_original(path, original, h, record, fixed, direction):
+    """The original moving image (a SimpleITK image on its own grid, its own
+    intensities) warped onto the fixed grid through the transform of
+    ``record`` (warp.nii.gz's: the affine and h), as ``pyca-apply --interp
+    linear`` does, saved to ``path`` as the other volumes are."""
+    from .io import from_sitk
+    dim = int(record['dimension'])
+    comps = displacement_field(h, record['fixed_grid'], record['affine'], dim)
+    img = resample_through(original, comps, record['fixed_grid'], dim, 'linear')
+    del comps
+    SaveITKImage(from_sitk(img, fixed), path, True, direction=direction)
 
 
 def _jac_stats(J):
@@ -513,7 +502,12 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         files[name.split('.')[0]] = stage.final(name)
         return stage.path(name)
 
-    SaveITKImage(deformed, out('deformed.nii.gz'), True, direction=direction)
+    original = (moving_space or {}).get('image')
+    # deformed.nii.gz: the moving image in its own intensities (the original
+    # file, through warp.nii.gz, below); the registration's own (preprocessed)
+    # deformed image is then deformed_preprocessed.nii.gz
+    SaveITKImage(deformed, out('deformed_preprocessed.nii.gz' if original is not None else 'deformed.nii.gz'),
+                 True, direction=direction)
     SaveITKField(h, out('hfield.nii.gz'), True, direction=direction)
     hinv_fold = None
     if getattr(result, 'hinv', None) is not None and tuple(result.hinv.size()) == tuple(fixed.size()):
@@ -522,8 +516,9 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         # the inverse is checked too: greedy's is built by composition and can
         # fold where h compresses strongly (disc against C) while h does not
         hinv_fold = _jac_stats(np.asarray(jacobian_determinant(hinv_h).asnp()))
-    from .apply import write_transform_files   # warp.nii.gz, transform.json
-    write_transform_files(out, h, fixed, moving_space, hinv='hinv' in files)
+    record = write_transform_files(out, h, fixed, moving_space, hinv='hinv' in files)
+    if original is not None:
+        _write_warped_original(out('deformed.nii.gz'), original, h, record, fixed_h, direction)
     if getattr(result, 'momentum', None) is not None:
         SaveITKField(_on_fixed_grid(result.momentum, fixed, 'result.momentum'), out('momentum.nii.gz'),
                      True, direction=direction)
@@ -551,12 +546,16 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         total_seconds=float(result.seconds),
         device=str(result.device),
         threads=thread_count(),
-        grid=_grid_dict(fixed.grid()),
+        grid=grid_record(fixed.grid(), direction=False),
         direction=list(direction) if direction is not None else None,
         hfield_units='voxel indices (x, y, z) of the moving image resampled on the fixed grid',
-        config=_jsonable(result.config or {}),
+        config=jsonable(result.config or {}),
         energy_first=float(result.energy[0]) if result.energy else None,
         energy_last=float(result.energy[-1]) if result.energy else None,
+        # what the mismatch figures and the picture compare: the images given
+        # to the registration (preprocessed by pyca-register: N4, normalised)
+        mismatch_images=('as registered (preprocessed; deformed.nii.gz is the original moving '
+                         'image through warp.nii.gz)' if original is not None else 'as registered'),
     )
     if hinv_fold is not None:
         summary['hinv_jacdet_min'], _, summary['hinv_folded_voxels'] = hinv_fold
@@ -571,7 +570,7 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
     _draw_summary(png, fixed_h, moving_h, deformed, h, jac, mask_h, result, summary, title)
     del summary['_extra']
     summary['files'] = dict(files)
-    data = _jsonable(summary)
-    from PyCA.Common.PyCAIO import _atomic_json
-    _atomic_json(stage.path('summary.json'), data, 'write_outputs', indent=2, allow_nan=False)
+    data = jsonable(summary)
+    from PyCA.Common.atomic import atomic_json
+    atomic_json(stage.path('summary.json'), data, 'write_outputs', indent=2, allow_nan=False)
     return data
