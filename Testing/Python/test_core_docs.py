@@ -176,6 +176,48 @@ def test_every_class_and_member_documented():
     assert not problems, ('undocumented in Code/SWIG/doc/core_docs.py:\n  ' + '\n  '.join(problems))
 
 
+
+# words that say nothing about a value: "Sets the size.", "alpha.", "Gets sigma."
+_FILLER = {'the', 'a', 'an', 'sets', 'set', 'gets', 'get', 'of', 'is', 'in', 'to', 'returns',
+           'value', 'current', 'this', 'its'}
+
+
+def _words(text):
+    text = re.sub(r'([a-z])([A-Z])', r'\1 \2', text)
+    return [w.lower().rstrip('s') for w in re.findall(r'[A-Za-z0-9]+', text)]
+
+
+def placeholder(name, doc):
+    """Whether a docstring's summary (its first prose paragraph) only restates
+    the name ("getAlpha: alpha.", "setSize: Sets the size.")."""
+    summary = prose(doc, name).split('\n\n')[0]
+    content = [w for w in _words(summary) if w not in _FILLER]
+    return not content or set(content) <= set(_words(name)) | _FILLER
+
+
+def test_placeholder_detector():
+    assert placeholder('getAlpha', 'getAlpha(self) -> float\n\nalpha.')
+    assert placeholder('setSize', 'Sets the size.')
+    assert placeholder('fixedLo', 'fixedLo.')
+    assert not placeholder('getAlpha', 'Alpha, the weight of the Laplacian term of L (mm^2).')
+    assert not placeholder('nVox', 'Number of voxels.')
+
+
+def test_no_placeholder_docstrings():
+    """Every function and method says what it does (issue 31): no summary
+    that only restates the name; getters say what the value is."""
+    bad = []
+    for name, fn in public_functions():
+        if placeholder(name, fn.__doc__ or ''):
+            bad.append(name)
+    for cname, cls in public_classes():
+        for mname, raw, owner in public_members(cls):
+            fn = raw if isinstance(raw, property) else getattr(raw, '__func__', raw)
+            if placeholder(mname, fn.__doc__ or ''):
+                bad.append('%s.%s' % (cname, mname))
+    assert not bad, 'placeholder docstrings (Code/SWIG/doc/core_docs.py):\n  ' + '\n  '.join(bad)
+
+
 def test_docstrings_show_the_overloads_and_conventions():
     # the C++ overloads with typed argument names, then the prose (independent
     # reference: the legacy API's argument lists, spec Appendix A)

@@ -91,6 +91,27 @@ def test_dispimage(tmp_path):
     assert f3 is fig2 and a3 is ax2
 
 
+
+def test_dispimage_2d_image_ignores_slice_idx():
+    """The legacy slices only along an axis of size above 1: a 2-D image
+    (X, Y, 1) shows its one plane whatever sliceIdx."""
+    a = np.arange(30, dtype=np.float32).reshape(6, 5, 1)
+    im = image_from(a)
+    for k in (0, 3, 17):
+        fig, ax = display.DispImage(im, sliceIdx=k)
+        assert np.array_equal(ax.images[-1].get_array(), a[:, :, 0])
+        plt.close(fig)
+    fig, ax = display.DispImage(a, sliceIdx=9, dim='z', t=True)  # a NumPy (X, Y, 1) array too
+    assert np.array_equal(ax.images[-1].get_array(), a[:, :, 0].T)
+    plt.close(fig)
+    # a real 3-D image still slices (and checks the index)
+    b = np.zeros((4, 4, 3), dtype=np.float32)
+    b[:, :, 2] = 1
+    fig, ax = display.DispImage(image_from(b), sliceIdx=2)
+    assert np.array_equal(ax.images[-1].get_array(), b[:, :, 2])
+    plt.close(fig)
+
+
 def test_dispimage_errors():
     with pytest.raises(TypeError):
         display.DispImage(ca.Field3D(grid(4, 4, 1), ca.MEM_HOST))

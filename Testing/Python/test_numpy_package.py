@@ -119,10 +119,12 @@ def test_numpy_gradient(shape):
     sp = (0.7, 1.3, 2.1)[:len(shape)]
     want = np.gradient(a, *sp, edge_order=1) if all(s > 1 for s in shape) else None
     got = pn.Grad(a, ca.DIFF_CENTRAL, ca.BC_APPROX, sp)
-    assert got.shape == shape + (len(shape),)
+    planar = len(shape) == 3 and shape[2] == 1  # (X, Y, 1): the legacy's (X, Y, 2)
+    assert got.shape == (shape[:2] + (2,) if planar else shape + (len(shape),))
+    if planar:
+        got = got[:, :, None, :]  # compare on the (X, Y, 1) grid
     for d in range(len(shape)):
         if shape[d] == 1:
-            assert not got[..., d].any()
             continue
         w = np.gradient(a, sp[d], axis=d, edge_order=1)
         assert np.allclose(got[..., d], w, rtol=1e-13, atol=1e-13), d
@@ -144,9 +146,13 @@ def test_agrees_with_numpy_ref(shape):
         assert np.allclose(got, ref.fdiff(a, d, diff, bc, sp[d]), rtol=1e-13, atol=1e-13), (d, diff, bc)
     for diff, bc in itertools.product(DIFFS, BCS):
         got = pn.Grad(a, diff, bc, sp)
-        want = ref.gradient(a, diff, bc, sp)
-        assert got.shape == shape + (3,)
-        assert np.allclose(got, np.moveaxis(want, 0, -1), atol=1e-13)
+        want = np.moveaxis(ref.gradient(a, diff, bc, sp), 0, -1)
+        if shape[2] == 1:  # (X, Y, 1): the x and y derivatives, (X, Y, 2), as the legacy
+            assert got.shape == shape[:2] + (2,)
+            want = want[:, :, 0, :2]
+        else:
+            assert got.shape == shape + (3,)
+        assert np.allclose(got, want, atol=1e-13)
 
 
 def test_enum_forms():
@@ -182,7 +188,9 @@ def test_grad_shapes_and_spacing():
     assert np.allclose(gx, ref.fdiff(a, 0, sp=0.5)) and np.allclose(gz, ref.fdiff(a, 2, sp=4.0))
     assert np.allclose(gy, ref.fdiff(a, 1, sp=2.0))
     assert pn.Grad(a[:, :, 0]).shape == (7, 6, 2)
-    assert pn.Grad(a[:, :, :1]).shape == (7, 6, 1, 3) and not pn.Grad(a[:, :, :1])[..., 2].any()
+    # (X, Y, 1): the x and y derivatives, as the legacy (np.atleast_3d + concatenate)
+    assert pn.Grad(a[:, :, :1]).shape == (7, 6, 2)
+    assert np.array_equal(pn.Grad(a[:, :, :1]), pn.Grad(a[:, :, 0]))
     g = pn.Grad(a, sp=2.0)
     assert all(np.allclose(g[..., d], ref.fdiff(a, d, sp=2.0)) for d in range(3))
     assert np.allclose(pn.Grad(a, sp=ca.Vec3Df(0.5, 2.0, 4.0)), pn.Grad(a, sp=[0.5, 2.0, 4.0]))
@@ -453,8 +461,8 @@ def test_legacy_mask_and_core_gradient_mask(shape, diff, bc):
             assert np.allclose(fd[:, :, 0], want[..., d], rtol=1e-5, atol=1e-5)
             assert np.allclose(np.squeeze(gArr)[:, :, d], fd[:, :, 0], rtol=1e-5, atol=1e-5)
         npG = pn.GradMask(imArr, m, DIFFS[diff], BCS[bc], LEG_SP)
-        assert npG.shape == shape + (1, 3) and not npG[..., 2].any()
-        assert np.allclose(npG, gArr, rtol=1e-5, atol=1e-5)
+        assert npG.shape == shape + (2,)  # the legacy's (X, Y, 2)
+        assert np.allclose(npG, np.squeeze(gArr)[:, :, :2], rtol=1e-5, atol=1e-5)
         # and the reverse: an (X, Y, 1) mask for a 2-D array
         assert np.allclose(pn.GradMask(a, m[:, :, None], DIFFS[diff], BCS[bc], sp), want, atol=1e-13)
     else:
@@ -512,3 +520,59 @@ def test_legacy_jacdet_and_core_jacdeth(shape, diff, bc):
         core = jdArr
     # JacDetH divides by the spacing (legacy): 1 / voxel volume for the identity
     assert np.allclose(core, npJd, rtol=1e-4, atol=1e-4 * np.max(np.abs(npJd)))
+
+
+# ---------------------------------------------------------------------------
+# an (X, Y, 1) array (Image3D.asnp() of a 2-D image): (X, Y, 2), as the legacy
+
+
+def _hand_central_clamp(a, sx, sy):
+    """Central differences with BC_CLAMP written out: at an edge the missing
+    neighbour is the edge value."""
+    X, Y = a.shape
+    dx = np.zeros_like(a)
+    dy = np.zeros_like(a)
+    for i in range(X):
+        for j in range(Y):
+            dx[i, j] = (a[min(i + 1, X - 1), j] - a[max(i - 1, 0), j]) / (2 * sx)
+            dy[i, j] = (a[i, min(j + 1, Y - 1)] - a[i, max(j - 1, 0)]) / (2 * sy)
+    return dx, dy
+
+
+def test_grad_of_x_y_1_array_is_x_y_2():
+    a = np.random.default_rng(31).normal(size=(31, 33))
+    dx, dy = _hand_central_clamp(a, 1.5, 2.1)
+    for arr in (a, a[:, :, None]):
+        g = pn.Grad(arr, ca.DIFF_CENTRAL, ca.BC_CLAMP, ca.Vec3Df(1.5, 2.1, 1.0))
+        assert g.shape == (31, 33, 2)
+        assert np.allclose(g[..., 0], dx, atol=1e-12) and np.allclose(g[..., 1], dy, atol=1e-12)
+    # the forward scheme too
+    g = pn.Grad(a[:, :, None], ca.DIFF_FORWARD, ca.BC_CLAMP, 1.0)
+    fx = np.concatenate([a[1:] - a[:-1], np.zeros((1, 33))], axis=0)
+    fy = np.concatenate([a[:, 1:] - a[:, :-1], np.zeros((31, 1))], axis=1)
+    assert np.allclose(g[..., 0], fx) and np.allclose(g[..., 1], fy)
+    # a real 3-D array keeps (X, Y, Z, 3)
+    assert pn.Grad(np.zeros((4, 5, 2))).shape == (4, 5, 2, 3)
+
+
+def test_gradmask_of_x_y_1_array_is_x_y_2():
+    rng = np.random.default_rng(32)
+    a = rng.normal(size=(9, 8))
+    m = (rng.uniform(size=(9, 8)) > 0.3).astype(float)
+    # GradientMask's rule written out (central, BC_CLAMP): a neighbour outside
+    # the mask (or beyond the edge) counts as the centre value; 0 outside
+    want = np.zeros((9, 8, 2))
+    for i in range(9):
+        for j in range(8):
+            if not m[i, j]:
+                continue
+            for d, (di, dj) in enumerate(((1, 0), (0, 1))):
+                def at(k):
+                    ii, jj = min(max(i + k * di, 0), 8), min(max(j + k * dj, 0), 7)
+                    return a[ii, jj] if m[ii, jj] else a[i, j]
+                want[i, j, d] = (at(1) - at(-1)) / 2.0
+    for arr, mask in ((a, m), (a[:, :, None], m), (a[:, :, None], m[:, :, None])):
+        g = pn.GradMask(arr, mask, ca.DIFF_CENTRAL, ca.BC_CLAMP, 1.0)
+        assert g.shape == (9, 8, 2)
+        assert np.allclose(g, want, atol=1e-12)
+    assert pn.GradMask(np.zeros((4, 5, 2)), np.ones((4, 5, 2))).shape == (4, 5, 2, 3)

@@ -429,6 +429,13 @@ D['AssertMinCUDACapabilityVersion'] = doc('Checks the compute capability of a de
                                           'current one) against major.minor.',
                                           raises='RuntimeError: the device is older, or no CUDA.')
 
+# the CPU FFT library (FluidKernelFFT.h; an extension)
+D['GetCPUFFTBackend'] = doc("The FFT library of FluidKernelFFTCPU in this build: 'fftw' (FFTW 3, "
+                            "preferred) or 'pocketfft' (bundled; built where CMake found no FFTW, "
+                            "or with -DPYCA_FFT=pocketfft). Both compute the same to float rounding; "
+                            "pocketfft is slower and ignores PYCA_FFTW_PLANNER and PYCA_FFTW_WISDOM.",
+                            returns='str')
+
 # the CPU back end's team size (CPUThreads.h; an extension)
 D['GetCPUMaxThreads'] = doc("The largest team of the CPU back end's parallel regions: OpenMP's "
                             "omp_get_max_threads() (OMP_NUM_THREADS; PyCA's default, see "
@@ -664,7 +671,9 @@ _GRID_ARGS = {'setSize': {'s': 'New size in voxels (Vec3Di).'},
 for _k, _s in {
     'set': 'Sets size, spacing and origin.', 'size': 'The size (a live Vec3Di: changing it changes the grid).',
     'spacing': 'The spacing (live Vec3Df).', 'origin': 'The origin (live Vec3Df).',
-    'setSize': 'Sets the size.', 'setSpacing': 'Sets the spacing.', 'setOrigin': 'Sets the origin.',
+    'setSize': 'Sets the size in voxels per axis (spacing and origin unchanged).',
+    'setSpacing': 'Sets the voxel spacing per axis in physical units (e.g. mm; size and origin unchanged).',
+    'setOrigin': 'Sets the origin: the physical position of voxel (0, 0, 0) (size and spacing unchanged).',
     'nVox': 'Number of voxels.', 'voxelVol': 'Volume of a voxel (product of the spacing).',
     'toString': 'The grid as text.', 'copy': 'A new copy.', 'clone': 'Copies o into this grid.',
 }.items():
@@ -702,7 +711,9 @@ _CONTAINER = {
     'grid': 'The grid (a live GridInfo).', 'size': 'The size in voxels (live Vec3Di).',
     'spacing': 'The spacing (live Vec3Df).', 'origin': 'The origin (live Vec3Df).',
     'setGrid': 'Sets the grid (same number of voxels or fewer than the capacity).',
-    'setSize': 'Sets the size.', 'setSpacing': 'Sets the spacing.', 'setOrigin': 'Sets the origin.',
+    'setSize': 'Sets the size in voxels per axis (at most the capacity; the data is not moved).',
+    'setSpacing': 'Sets the voxel spacing per axis in physical units (e.g. mm); the data is unchanged.',
+    'setOrigin': 'Sets the origin: the physical position of voxel (0, 0, 0); the data is unchanged.',
     'nVox': 'Number of voxels.', 'voxelVol': 'Volume of a voxel.',
     'capacity': 'Number of voxels the buffer holds.',
     'resize': 'Sets the grid, reallocating if the capacity is too small.',
@@ -760,7 +771,7 @@ D['ManagedField3D'] = doc('A Field3D whose three buffers are pools of a MemoryMa
                                  "manager's grid.")
 D['MemoryManagerStats'] = doc('Counters of a MemoryManager (MemoryManager.stats()).')
 for _k, _s in {'numPools': 'Number of pools.', 'poolsInUse': 'Pools in use now.',
-               'peakInUse': 'Most pools in use at once.', 'bytesPerPool': 'Bytes per pool.',
+               'peakInUse': 'Most pools in use at once.', 'bytesPerPool': 'Size of one pool buffer in bytes.',
                'bytesHeld': 'Bytes held by all pools.', 'limitBytes': 'The byte limit (0: none).',
                'totalRequests': 'Pools handed out since creation.'}.items():
     D['MemoryManagerStats.' + _k] = doc(_s)
@@ -785,7 +796,12 @@ D['ThreadMemoryManager.init'] = doc('Creates this thread\'s manager.')
 D['ThreadMemoryManager.isInitialized'] = doc('Whether this thread\'s manager exists.')
 D['ThreadMemoryManager.instance'] = doc('This thread\'s manager (a MemoryManager).',
                                         raises='RuntimeError: init has not been called.')
-D['ThreadMemoryManager.destroy'] = doc('Deletes this thread\'s manager.')
+D['ThreadMemoryManager.destroy'] = doc('Deletes this thread\'s manager and prints its "Maximum temporary '
+                                       'Pools N" line on stderr (legacy; the seed tutorial relies on it).')
+D['ThreadMemoryManager.release'] = doc('PyCA extension: deletes this thread\'s manager without the '
+                                       '"Maximum temporary Pools N" line, now or when a reference that '
+                                       'Python still holds dies (the apps\' quiet end; destroy keeps '
+                                       'the legacy report).')
 
 D['FluidKernelFFT'] = doc('The fluid operator L = (-alpha Lap - beta grad div + gamma)^lpow and its '
                           'inverse K, applied by FFT (FluidKernelFFTCPU, FluidKernelFFTGPU).',
@@ -794,9 +810,20 @@ D['FluidKernelFFT'] = doc('The fluid operator L = (-alpha Lap - beta grad div + 
                                  "'FluidKernelFFT: setGrid has not been called'.",
                           example='k = FluidKernelFFTCPU(); k.setGrid(grid); k.applyInverseOperator(v, f)')
 for _k, _s in {
-    'setAlpha': 'Sets alpha.', 'getAlpha': 'alpha.', 'setBeta': 'Sets beta.', 'getBeta': 'beta.',
-    'setGamma': 'Sets gamma.', 'getGamma': 'gamma.', 'setLPow': 'Sets the power of L.',
-    'getLPow': 'The power of L.',
+    'setAlpha': 'Sets alpha, the weight of the Laplacian term -alpha Lap of L (units: length^2, '
+                'the grid spacing\'s unit squared, e.g. mm^2; default 1). Takes effect at the next apply.',
+    'getAlpha': 'Alpha, the weight of the Laplacian term -alpha Lap of L (length^2, e.g. mm^2), '
+                'as set by setAlpha (default 1).',
+    'setBeta': 'Sets beta, the weight of the grad div term -beta grad div of L (length^2, e.g. '
+               'mm^2; default 0). Takes effect at the next apply.',
+    'getBeta': 'Beta, the weight of the grad div term -beta grad div of L (length^2, e.g. mm^2), '
+               'as set by setBeta (default 0).',
+    'setGamma': 'Sets gamma, the weight of the identity term of L (dimensionless; default 0; '
+                'gamma > 0 makes L invertible, gamma = 0 gives K a zero-mean result).',
+    'getGamma': 'Gamma, the weight of the identity term of L (dimensionless), as set by setGamma '
+                '(default 0).',
+    'setLPow': 'Sets lpow, the power of L applied (L^lpow, K = L^-lpow; an integer >= 0, default 1).',
+    'getLPow': 'lpow, the power of L applied (L^lpow, K = L^-lpow), as set by setLPow (default 1).',
     'setSpectralTolerance': 'PyCA extension: applyInverseOperator drops the frequencies where '
                             "K's multiplier is at most eps times its largest (gamma^-lpow), so "
                             '||K - K_eps|| <= eps ||K||, and the CPU skips their FFTs (3-D grids, '
@@ -821,7 +848,12 @@ D['GaussianFilter'] = doc('Separable Gaussian filter (GaussianFilterCPU, Gaussia
 for _k, _s in {
     'updateParams': 'Sets the image size, sigma and kernel radius (builds the kernels).',
     'filter': 'Filters a_i into a_o (images, or fields component by component) using a_tmp.',
-    'getSize': 'The image size.', 'getSigma': 'sigma.', 'getKernelRadius': 'The kernel radius.',
+    'getSize': 'The image size (voxels per axis, Vec3Di) the kernels are built for, as set by '
+               'updateParams.',
+    'getSigma': 'The standard deviation of the Gaussian per axis (Vec3Df, in voxels, not the '
+                'spacing\'s units), as set by updateParams; an axis with sigma <= 0 is not filtered.',
+    'getKernelRadius': 'The kernel radius per axis (Vec3Di, in voxels: taps |k| <= radius), as '
+                       'given to updateParams and clipped to size/2 - 1.',
     'kernelBuilds': 'How many times the kernels were built (a test counter).',
 }.items():
     D['GaussianFilter.' + _k] = doc(_s, raises=GRID_ERRORS if _k == 'filter' else None)
@@ -833,13 +865,16 @@ D['MultiscaleManager'] = doc('The scale levels of a multiscale registration.',
                                      'sm.addScaleLevel(1)')
 for _k, _s in {
     'addScaleLevel': 'Adds a level with this downsampling factor.', 'start': 'Goes to the first level.',
-    'next': 'Goes to the next level.', 'set': 'Goes to level.', 'getCurLevel': 'The current level.',
+    'next': 'Goes to the next level.', 'set': 'Goes to level (clamped to [0, nScale() - 1]).',
+    'getCurLevel': 'The index of the current level (0: the first, coarsest one added; changed by '
+                   'start, next and set).',
     'nScale': 'Number of levels.', 'getScaleFactor': 'The factor of the current level or of level.',
     'isFirstScale': 'Whether at the first level.', 'isLastScale': 'Whether at the last level.',
-    'isIdentityScale': 'Whether the current factor is 1.', 'getCurFactor': 'The current factor.',
+    'isIdentityScale': 'Whether the current factor is 1.', 'getCurFactor': 'Per axis, the previous level\'s size divided by the current level\'s '
+                    '(Vec3Df; level 0: the original size over the current).',
     'getOrgGrid': 'The full-resolution grid.', 'getCurGrid': 'The grid of the current level.',
     'getPreGrid': 'The grid of the previous level.', 'getOrgSize': 'The full-resolution size.',
-    'getCurSize': 'The current size.', 'getOrgSpace': 'The full-resolution spacing.',
+    'getCurSize': 'The grid size (voxels per axis, Vec3Di) of the current level.', 'getOrgSpace': 'The full-resolution spacing.',
     'getCurSpace': 'The current spacing.', 'origNVox': 'Voxels at full resolution.',
     'curNVox': 'Voxels at the current level.', 'origVoxelVol': 'Voxel volume at full resolution.',
     'curVoxelVol': 'Voxel volume at the current level.', 'setVerbose': 'Prints level changes.',
@@ -870,8 +905,14 @@ D['MutualInformation'] = doc('Mutual information of two images from a cubic B-sp
 for _k, _s in {
     'compute': 'Computes the joint histogram and the mutual information (returned).',
     'gradient': 'a_o = d MI / d moving (voxelwise).', 'value': 'The last value.',
-    'count': 'Voxels counted last time.', 'bins': 'Number of bins.', 'fixedLo': 'fixedLo.',
-    'fixedHi': 'fixedHi.', 'movingLo': 'movingLo.', 'movingHi': 'movingHi.',
+    'count': 'Voxels counted last time.', 'bins': 'Number of bins.', 'fixedLo': 'The lower end of the fixed image\'s intensity range (the first histogram bin '
+                           'centre; lower values are clamped), as given to the constructor.',
+    'fixedHi': 'The upper end of the fixed image\'s intensity range (the last bin centre; higher '
+               'values are clamped), as given to the constructor.',
+    'movingLo': 'The lower end of the moving image\'s intensity range (the first bin centre; lower '
+                'values are clamped), as given to the constructor.',
+    'movingHi': 'The upper end of the moving image\'s intensity range (the last bin centre; higher '
+                'values are clamped), as given to the constructor.',
     'jointHistogram': 'The last joint histogram p(a, b): float64, (bins + 4, bins + 4), sum 1.',
 }.items():
     D['MutualInformation.' + _k] = doc(_s, raises=(GRID_ERRORS if _k in ('compute', 'gradient') else None))

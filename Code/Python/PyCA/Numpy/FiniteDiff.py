@@ -146,6 +146,12 @@ def FiniteDiff(arr, dim, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
     return r
 
 
+def _planar(a):
+    """An (X, Y, 1) array as (X, Y): a 2-D image's gradient has two
+    components (the legacy's Grad and GradMask)."""
+    return a[:, :, 0] if a.ndim == 3 and a.shape[2] == 1 else a
+
+
 def _stack_last(parts):
     """The components stacked on a new last axis (the legacy layout)."""
     return np.stack(parts, axis=-1)
@@ -154,9 +160,11 @@ def _stack_last(parts):
 def Grad(arr, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
     """The gradient of arr as ONE array with the components on the last axis
     (legacy layout): (X, Y, 2) for a 2-D (X, Y) array, (X, Y, Z, 3) for a
-    3-D one (an (X, Y, 1) array gives (X, Y, 1, 3) with a zero z component,
-    as ``Gradient`` of a 2-D image). Component d is ``FiniteDiff`` along
-    axis d divided by the spacing of axis d.
+    3-D one with Z > 1. An (X, Y, 1) array (``Image3D.asnp()`` of a 2-D
+    image) gives (X, Y, 2), the x and y derivatives, as the legacy's
+    ``np.concatenate((np.atleast_3d(dx), np.atleast_3d(dy)), axis=2)``.
+    Component d is ``FiniteDiff`` along axis d divided by the spacing of
+    axis d.
 
     Args:
         arr: the image, indexed [x, y] or [x, y, z].
@@ -166,9 +174,10 @@ def Grad(arr, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
             (a sequence or a Vec3Df).
 
     Returns:
-        numpy.ndarray: float64, shape ``arr.shape + (arr.ndim,)``.
+        numpy.ndarray: float64, (X, Y, 2) for an (X, Y) or (X, Y, 1) array,
+        ``arr.shape + (arr.ndim,)`` otherwise.
     """
-    a = _array(arr)
+    a = _planar(_array(arr))
     s = _spacing(sp, a.ndim)
     return _stack_last([FiniteDiff(a, d, diffType, bc, s[d]) for d in range(a.ndim)])
 
@@ -293,8 +302,8 @@ def FiniteDiffMask(arr, mask, dim, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
 
 def GradMask(arr, mask, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
     """The masked gradient: one ``FiniteDiffMask`` per axis of arr, stacked
-    on the last axis as ``Grad`` ((X, Y, 2) for a 2-D array, (X, Y, Z, 3)
-    for a 3-D one).
+    on the last axis as ``Grad`` ((X, Y, 2) for an (X, Y) or (X, Y, 1)
+    array, (X, Y, Z, 3) for a 3-D one).
 
     Args:
         arr: the image, indexed [x, y] or [x, y, z].
@@ -304,8 +313,9 @@ def GradMask(arr, mask, diffType=DIFF_CENTRAL, bc=BC_CLAMP, sp=1.0):
         sp: the spacing: one number for every axis, or one per axis.
 
     Returns:
-        numpy.ndarray: float64, shape ``arr.shape + (arr.ndim,)``.
+        numpy.ndarray: float64, (X, Y, 2) for an (X, Y) or (X, Y, 1) array,
+        ``arr.shape + (arr.ndim,)`` otherwise.
     """
-    a = _array(arr)
+    a = _planar(_array(arr))
     s = _spacing(sp, a.ndim)
     return _stack_last([FiniteDiffMask(a, mask, d, diffType, bc, s[d]) for d in range(a.ndim)])
