@@ -25,7 +25,8 @@ Rows:
     plus one copy (our save includes its temporary, fsync and rename);
   * fluid kernel: FluidKernelFFT applyInverseOperator / applyOperator at 128^3
     vs the six scipy.fft transforms the job needs, its first setGrid in a fresh
-    process, and the GPU applyInverseOperator;
+    process, and the GPU applyInverseOperator; with --fft-build-dir (a
+    -DPYCA_FFT=pocketfft build), K with FFTW beside K with pocketfft;
   * filters and multiscale: GaussianFilterCPU 128^3 vs scipy gaussian_filter,
     MultiscaleResampler(Gauss)CPU.downsampleImage 256^3 -> 128^3 vs SciPy;
   * similarity metrics (PyCA.Apps.metrics, two smooth random 128^3 images):
@@ -1008,6 +1009,63 @@ g = ca.GridInfo(ca.Vec3Di(%d, %d, %d))
 k = ca.FluidKernelFFTCPU()
 t = time.perf_counter(); k.setGrid(g); print(time.perf_counter() - t)
 """
+
+
+_FLUID_BACKEND_CODE = r"""
+import sys, time, json
+import numpy as np
+import PyCA.Core as ca
+n, reps = int(sys.argv[1]), int(sys.argv[2])
+g = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.25, 0.8))
+k = ca.FluidKernelFFTCPU(); k.setAlpha(0.01); k.setBeta(0.01); k.setGamma(0.001); k.setGrid(g)
+f = ca.Field3D(g, ca.MEM_HOST); v = ca.Field3D(g, ca.MEM_HOST)
+rng = np.random.default_rng(81)
+for c in f.asnp():
+    c[...] = rng.standard_normal(c.shape, dtype=np.float32)
+k.applyInverseOperator(v, f); k.applyInverseOperator(v, f)
+ts = []
+for _ in range(reps):
+    t = time.perf_counter(); k.applyInverseOperator(v, f); ts.append(time.perf_counter() - t)
+ts.sort()
+print(json.dumps({"backend": ca.GetCPUFFTBackend(), "median": ts[len(ts) // 2], "min": ts[0],
+                  "sum": float(sum(np.abs(c).sum() for c in v.asnp()))}))
+"""
+
+
+def bench_fluid_backends(rows, reps, only, nthreads, other_build):
+    """applyInverseOperator at 128^3 with this build's CPU FFT beside another
+    build's (PYCA_BENCH_FFT_BUILD or --fft-build-dir: e.g. one configured
+    with -DPYCA_FFT=pocketfft), each in its own interpreter, alternately."""
+    label = 'FluidKernelFFT K: FFTW vs pocketfft'
+    if only is not None and only.lower() not in label.lower():
+        return
+    if not other_build:
+        print('(%s row skipped: no --fft-build-dir / PYCA_BENCH_FFT_BUILD)' % label, flush=True)
+        return
+    paths = [os.path.dirname(os.path.dirname(ca.__file__)), os.path.join(other_build, 'python')]
+    res = [[], []]
+    for _ in range(3):  # alternate the two interpreters
+        for i, path in enumerate(paths):
+            env = dict(os.environ, PYTHONPATH=path)
+            r = subprocess.run([sys.executable, '-c', _FLUID_BACKEND_CODE, '128', str(max(5, reps // 3))],
+                               capture_output=True, text=True, env=env)
+            if r.returncode != 0:
+                rows.warn('%s: %s failed: %s' % (label, path, r.stderr.strip().splitlines()[-1:]))
+                return
+            res[i].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    names = [x[0]['backend'] for x in res]
+    by = dict(zip(names, res))
+    if set(names) != {'fftw', 'pocketfft'}:
+        rows.warn('%s: the two builds have %s and %s' % (label, names[0], names[1]))
+        return
+    def med(xs):
+        m = sorted(x['median'] for x in xs)
+        return m[len(m) // 2], min(x['min'] for x in xs)
+    a, b = by['fftw'][0]['sum'], by['pocketfft'][0]['sum']
+    rows.add(label, '128^3', med(by['fftw']), med(by['pocketfft']), 'pocketfft build (PYCA_FFT=pocketfft)',
+             'ours = the FFTW build; each in its own interpreter, alternately; results agree to %.1e '
+             '(relative sum |v|)' % (abs(a - b) / max(abs(a), 1e-30)),
+             common='alpha 0.01, beta 0.01, gamma 0.001, lpow 1; %d threads' % nthreads)
 
 
 def fluid_reference(comps, sp, alpha, beta, gamma, fft):
@@ -2063,6 +2121,8 @@ def main():
     ap.add_argument('--size', type=int, default=256)
     ap.add_argument('--json', default='bench-results.json')
     ap.add_argument('--only', default=None, help='run rows whose name contains this text')
+    ap.add_argument('--fft-build-dir', default=os.environ.get('PYCA_BENCH_FFT_BUILD'),
+                    help='a second build (e.g. -DPYCA_FFT=pocketfft) for the FFTW vs pocketfft row')
     args = ap.parse_args()
 
     nthreads = omp_threads()
@@ -2078,6 +2138,7 @@ def main():
     bench_python(rows, args.size, args.reps, args.only)
     bench_deform(rows, args.reps, args.only, nthreads)
     bench_fluid(rows, args.reps, args.only, nthreads)
+    bench_fluid_backends(rows, args.reps, args.only, nthreads, args.fft_build_dir)
     bench_gpu(rows, args.size, args.reps, args.only)
     bench_io(rows, args.reps, args.only)
     bench_filters(rows, args.reps, args.only, nthreads)  # filters section

@@ -25,6 +25,11 @@
 #                           requirements preinstalled by PYCA_INSTALL_PREINSTALL)
 #   PYCA_INSTALL_PREINSTALL packages installed into the fresh venv first
 #                           (e.g. "nvidia-cufft==12.*" for a CUDA build)
+#   PYCA_INSTALL_FFT        PYCA_FFT of the build: auto (default: FFTW where
+#                           found, else the bundled pocketfft), fftw, or
+#                           pocketfft (a machine without libfftw3-dev: the
+#                           FFTW search is skipped); the installed
+#                           PyCA.Core.GetCPUFFTBackend() is checked against it
 #   PYTHON (default python3), PYCA_JOBS (default: nproc)
 # ccache, where present, is the compiler launcher, so that reruns are cheap.
 set -euo pipefail
@@ -60,7 +65,8 @@ if [ -n "${PYCA_INSTALL_PREINSTALL:-}" ]; then
 fi
 
 # 2. pip install "<repo>[apps]" (the build in $WORK/build, not in the repo)
-cfg=(-Cbuild-dir="$WORK/build" -Ccmake.define.USE_CUDA="$USE_CUDA")
+FFT=${PYCA_INSTALL_FFT:-auto}
+cfg=(-Cbuild-dir="$WORK/build" -Ccmake.define.USE_CUDA="$USE_CUDA" -Ccmake.define.PYCA_FFT="$FFT")
 if command -v ccache >/dev/null 2>&1; then
   cfg+=(-Ccmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
         -Ccmake.define.CMAKE_CUDA_COMPILER_LAUNCHER=ccache)
@@ -73,21 +79,24 @@ if ! CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$VPY" -m pip install -v "${cfg[@]}" \
   fail "pip install \"$ROOT[apps]\" failed (log: $WORK/pip.log)"
 fi
 echo "install-check: pip install took $(( $(date +%s) - t1 )) s"
-grep -E "back ends:|^ *CMake Warning at" "$WORK/pip.log" | sed 's/^/install-check: configure: /' || true
+grep -E "back ends:|CPU FFT:|^ *CMake Warning at" "$WORK/pip.log" | sed 's/^/install-check: configure: /' || true
 
 # 3. from a folder outside the source tree, with nothing on PYTHONPATH
 mkdir -p "$WORK/run"
 cd "$WORK/run"
 unset PYTHONPATH PYTHONHOME PYTHONSTARTUP
 export PYTHONNOUSERSITE=1
-"$VPY" - "$WORK/venv" "$ROOT" "$USE_CUDA" <<'EOF' || fail "the installed package is not complete (see above)"
+"$VPY" - "$WORK/venv" "$ROOT" "$USE_CUDA" "$FFT" <<'EOF' || fail "the installed package is not complete (see above)"
 import glob, os, sys
 venv, root = [os.path.realpath(a) for a in sys.argv[1:3]]
-use_cuda = sys.argv[3]
+use_cuda, fft = sys.argv[3], sys.argv[4]
 import PyCA
 import PyCA.Core as ca
 pkg = os.path.dirname(os.path.realpath(PyCA.__file__))
 problems = []
+if fft != 'auto' and ca.GetCPUFFTBackend() != fft:
+    problems.append('PYCA_FFT=%s, but the CPU FFT is %s' % (fft, ca.GetCPUFFTBackend()))
+print('install-check: CPU FFT: %s' % ca.GetCPUFFTBackend())
 if not pkg.startswith(venv + os.sep):
     problems.append('PyCA imported from %s, not from the venv %s' % (pkg, venv))
 for mod in (PyCA, ca):
@@ -167,4 +176,4 @@ print('install-check: pyca-register (greedy, 32^3): SSD %.4g -> %.4g' % (before,
 assert deformed.shape == fixed.shape and after < 0.5 * before
 EOF
 echo "install-check: registration took $(( $(date +%s) - t1 )) s"
-echo "install-check: PASS (pip install \"$ROOT[apps]\" into a fresh venv, USE_CUDA=$USE_CUDA; $(( $(date +%s) - t0 )) s)"
+echo "install-check: PASS (pip install \"$ROOT[apps]\" into a fresh venv, USE_CUDA=$USE_CUDA, PYCA_FFT=$FFT; $(( $(date +%s) - t0 )) s)"

@@ -423,6 +423,7 @@ np.save(sys.argv[1], np.stack([np.array(a) for a in f.asnp()]))
 """
 
 
+@pytest.mark.skipif(ca.GetCPUFFTBackend() != "fftw", reason="FFTW wisdom: this build uses pocketfft")
 def test_measured_planner_saves_and_reuses_wisdom(tmp_path):
     """PYCA_FFTW_PLANNER=measure stores wisdom in $XDG_CACHE_HOME/pyca; a
     later default process reads it; all give the same result."""
@@ -772,3 +773,32 @@ def test_gpu_memory_type_errors():
         kg.applyInverseOperator(dev, pinned)
     kc.applyOperator(pinned)  # pinned memory is host memory
     kc.applyOperator(pinned, host)
+
+
+# ---------------------------------------------------------------------------
+# the CPU FFT library (FFTW, or pocketfft in builds without it): K against
+# NumPy's FFT (float64) with the legacy's discrete Laplacian symbol
+
+
+@pytest.mark.parametrize("sz", [(12, 10, 9), (16, 15, 1), (7, 1, 1), (33, 20, 17)],
+                         ids=["3d-even-odd", "2d", "1d", "3d-prime"])
+def test_inverse_operator_matches_numpy_fft(sz):
+    """v = K f with beta = 0 is, per component, ifft(fft(f) / (gamma + alpha
+    sum_d 2 (1 - cos(2 pi k_d / N_d)) / h_d^2)): the same to float rounding
+    whatever CPU FFT this build has (PyCA.Core.GetCPUFFTBackend())."""
+    import PyCA.Common as common
+    sp = (1.0, 1.25, 0.8)
+    g = ca.GridInfo(ca.Vec3Di(*sz), ca.Vec3Df(*sp))
+    f = np.random.default_rng(5).normal(size=sz + (3,)).astype(np.float32)
+    k = ca.FluidKernelFFTCPU(); k.setAlpha(0.7); k.setBeta(0.0); k.setGamma(1.3); k.setGrid(g)
+    v = ca.Field3D(g, ca.MEM_HOST)
+    k.applyInverseOperator(v, common.FieldFromNPArr(f, sp=ca.Vec3Df(*sp)))
+    got = common.AsNPCopy(v).reshape(sz + (3,))
+    lam = np.zeros(sz)
+    for d in range(3):
+        w = 2 * (1 - np.cos(2 * np.pi * np.arange(sz[d]) / sz[d])) / sp[d] ** 2
+        lam = lam + w.reshape([-1 if e == d else 1 for e in range(3)])
+    want = np.stack([np.real(np.fft.ifftn(np.fft.fftn(f[..., c].astype(np.float64)) / (1.3 + 0.7 * lam)))
+                     for c in range(3)], -1)
+    assert np.max(np.abs(got - want)) < 2e-6 * max(1.0, np.max(np.abs(want))), ca.GetCPUFFTBackend()
+    assert ca.GetCPUFFTBackend() in ("fftw", "pocketfft")

@@ -178,14 +178,15 @@ def threading_info():
         dict: the keys of :func:`configure`, plus ``max_threads``
         (``GetCPUMaxThreads()``), ``threads_now`` (``GetCPUThreads()``: fewer
         while other processes keep the CPUs busy) and ``adaptive``
-        (``GetCPUThreadsAdaptive()``); those three are None when ``PyCA.Core``
-        cannot be imported.
+        (``GetCPUThreadsAdaptive()``) and ``fft_backend`` (``GetCPUFFTBackend()``:
+        'fftw', or 'pocketfft' in a build without FFTW); those are None when
+        ``PyCA.Core`` cannot be imported.
     """
     info = dict(_info)
     try:
         from . import Core
         info.update(max_threads=Core.GetCPUMaxThreads(), threads_now=Core.GetCPUThreads(),
-                    adaptive=Core.GetCPUThreadsAdaptive())
+                    adaptive=Core.GetCPUThreadsAdaptive(), fft_backend=Core.GetCPUFFTBackend())
     except ImportError:
-        info.update(max_threads=None, threads_now=None, adaptive=None)
+        info.update(max_threads=None, threads_now=None, adaptive=None, fft_backend=None)
     return info

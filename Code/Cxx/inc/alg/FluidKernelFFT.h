@@ -108,6 +108,11 @@ class FluidKernelFFT : public FluidKernelFFTInterface {
   std::unique_ptr<detail::FluidFFTBackend> mBackend;
 };
 
+/// The FFT library of FluidKernelFFT<EXEC_CPU> in this build: "fftw" (FFTW 3,
+/// preferred) or "pocketfft" (the fallback where CMake found no FFTW, or
+/// PYCA_FFT=pocketfft).
+const char* GetCPUFFTBackend();
+
 extern template class FluidKernelFFT<EXEC_CPU>;
 extern template class FluidKernelFFT<EXEC_GPU>;
 

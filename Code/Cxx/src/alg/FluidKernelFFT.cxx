@@ -80,7 +80,7 @@ void FluidKernelFFT<mode>::setGrid(const GridInfo& grid) {
   CheckGridSize(grid);
   // the new back end is complete before the old one goes (strong guarantee)
   std::unique_ptr<detail::FluidFFTBackend> b =
-      mode == EXEC_CPU ? detail::makeFftwBackend(grid) : detail::makeCufftBackend(grid);
+      mode == EXEC_CPU ? detail::makeCpuFftBackend(grid) : detail::makeCufftBackend(grid);
   mBackend = std::move(b);
   mGrid = grid;
   mHasGrid = true;
@@ -137,5 +137,7 @@ void FluidKernelFFT<mode>::applyInverseOperator(Field3D& f, StreamT st) {
 
 template class FluidKernelFFT<EXEC_CPU>;
 template class FluidKernelFFT<EXEC_GPU>;
+
+const char* GetCPUFFTBackend() { return detail::cpuFftBackendName(); }
 
 }  // namespace PyCA

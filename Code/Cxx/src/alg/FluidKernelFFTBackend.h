@@ -57,8 +57,12 @@ class FluidFFTBackend {
   MemPool<float> mTabMem; ///< the tables in memory of type mMemType
 };
 
-/// The FFTW back end (host memory). Plans come from an in-process cache.
-std::unique_ptr<FluidFFTBackend> makeFftwBackend(const GridInfo& g);
+/// The CPU back end (host memory): FFTW (FluidKernelFFTCPU.cxx; plans come
+/// from an in-process cache) or, in builds without FFTW, pocketfft
+/// (FluidKernelFFTPocket.cxx).
+std::unique_ptr<FluidFFTBackend> makeCpuFftBackend(const GridInfo& g);
+/// "fftw" or "pocketfft": the CPU back end this library was built with.
+const char* cpuFftBackendName();
 /// The cuFFT back end (device memory); throws "Error, GPU code not compiled"
 /// in CPU-only builds.
 std::unique_ptr<FluidFFTBackend> makeCufftBackend(const GridInfo& g);

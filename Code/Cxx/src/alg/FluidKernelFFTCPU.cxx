@@ -432,9 +432,11 @@ class FftwBackend final : public FluidFFTBackend {
 
 }  // namespace
 
-std::unique_ptr<FluidFFTBackend> makeFftwBackend(const GridInfo& g) {
+std::unique_ptr<FluidFFTBackend> makeCpuFftBackend(const GridInfo& g) {
   return std::make_unique<FftwBackend>(g);
 }
+
+const char* cpuFftBackendName() { return "fftw"; }
 
 }  // namespace detail
 }  // namespace PyCA
