@@ -293,7 +293,7 @@ class GreedyAtlas(AtlasMethod):
         return e
 
     def update_atlas(self, atlas):
-        """A_{k+1} = sum_i w_i D_i / sum_i w_i (w_i = 1, or |D h_i| with
+        """A_{k+1} = sum_i w_i D_i / sum_i w_i (w_i = 1, or ``|D h_i|`` with
         ``jacobian_weighted``).
 
         Args:

@@ -134,7 +134,7 @@ def require_simpleitk(who):
         who (str): the function or program the message starts with.
 
     Returns:
-        module: SimpleITK.
+        types.ModuleType: SimpleITK.
 
     Raises:
         ImportError: SimpleITK is not installed (the message says how to

@@ -22,7 +22,7 @@ def GetMPI():
     be loaded (mpi4py missing, or no MPI library for it).
 
     Returns:
-        module: ``mpi4py.MPI``.
+        types.ModuleType: ``mpi4py.MPI``.
 
     Raises:
         ImportError: mpi4py is not installed, or it cannot load an MPI library (the message says
