@@ -167,6 +167,21 @@ class Method:
     def __init__(self, cfg, mType, metric, grid0):
         self.cfg, self.mType, self.metric, self.grid0 = cfg, mType, metric, grid0
 
+    @staticmethod
+    def adjust(cfg, params, extra):
+        """The merged configuration adjusted to the call's inputs, before any
+        work (elastic: a mask implies 'ssd'); the base keeps it as it is.
+
+        Args:
+            cfg (dict): the merged configuration.
+            params (dict): the keyword overrides of this call.
+            extra (dict of str to Image3D): the extra images.
+
+        Returns:
+            dict: ``cfg``.
+        """
+        return cfg
+
     def field(self, grid=None):
         """A new field in the method's memory type.
 
@@ -284,7 +299,7 @@ def register_levels(cls, register, fixed, moving, config=None, quiet=False, para
     who = who or register.__name__
     check_pair(fixed, moving, who)
     cfg = cls.schema.merge(config, params)
-    cfg = cls.adjust(cfg, params or {}, extra or {}) if hasattr(cls, 'adjust') else cfg
+    cfg = cls.adjust(cfg, params or {}, extra or {})
     mType = compute_mem_type(cfg['device'], fixed)
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     timer = Timer()
