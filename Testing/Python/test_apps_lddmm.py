@@ -15,7 +15,7 @@ import PyCA.Core as ca
 import PyCA.Common as common
 from PyCA.Apps import lddmm_register, register, ConfigError
 from PyCA.Apps.lddmm import Shooter, DEFAULTS
-from PyCA.Apps._common import make_fluid_kernel
+from PyCA.Apps._common import make_fluid_kernel, ensure_thread_memory_manager
 
 from conftest import gpu_only
 
@@ -146,7 +146,7 @@ def test_register_dispatch_and_rk4():
 # ----------------------------------------------------------------- gradient
 
 def _fd_setup(sp=(1.0, 1.0), alpha=4.0, T=10, integrator='euler', scale=10.0, sigma=0.1,
-              adjoint='heun', inverse_iters=3):
+              adjoint='heun', inverse_iters=3, lean=False):
     N = 48
     rng = np.random.default_rng(0)
     x, y = np.meshgrid(np.arange(N), np.arange(N), indexing='ij')
@@ -166,7 +166,8 @@ def _fd_setup(sp=(1.0, 1.0), alpha=4.0, T=10, integrator='euler', scale=10.0, si
         return a
     m0, dm = smooth_field(scale), smooth_field(scale)
     K = make_fluid_kernel(g, MT, alpha, 0.0, 1.0)
-    sh = Shooter(g, MT, K, T, integrator, sigma, inverse_iters=inverse_iters, adjoint=adjoint)
+    sh = Shooter(g, MT, K, T, integrator, sigma, inverse_iters=inverse_iters, adjoint=adjoint,
+                 endpoint=not lean, lean=lean)
     return I0, I1, g, K, sh, m0, dm, spv
 
 
@@ -178,9 +179,13 @@ def _energy(sh, g, a, I0, I1, spv):
     return e_img + e_reg, d, m
 
 
-def _directional(sp, integrator, alpha, scale, sigma=0.1, adjoint='heun', inverse_iters=3):
+def _directional(sp, integrator, alpha, scale, sigma=0.1, adjoint='heun', inverse_iters=3, lean=False):
     I0, I1, g, K, sh, m0, dm, spv = _fd_setup(sp=sp, integrator=integrator, alpha=alpha, scale=scale,
-                                              sigma=sigma, adjoint=adjoint, inverse_iters=inverse_iters)
+                                              sigma=sigma, adjoint=adjoint, inverse_iters=inverse_iters,
+                                              lean=lean)
+    if lean:
+        # the registration's set-up: pooled scratch comes from the thread's memory manager
+        ensure_thread_memory_manager(g, MT)
     e0, d, m = _energy(sh, g, m0, I0, I1, spv)
     mh = ca.Field3D(g, MT)
     sh.gradient(I0, d, I1, mh, precondition=False)
@@ -206,6 +211,38 @@ def test_gradient_matches_finite_difference(sp, integrator, adjoint, ninv):
     the registration's configuration (the one-gather inverse step)."""
     fd, reg, img = _directional(sp, integrator, alpha=4.0, scale=10.0, adjoint=adjoint, inverse_iters=ninv)
     assert abs(reg + img - fd) < 1e-2 * abs(fd), (reg + img, fd)
+
+
+@pytest.mark.parametrize("sp,integrator,adjoint,ninv", [((1.0, 1.0), 'euler', 'euler', 1),
+                                                        ((1.5, 1.5), 'euler', 'euler', 1),
+                                                        ((1.0, 1.5), 'euler', 'euler', 1),
+                                                        ((1.0, 1.0), 'euler', 'euler', 3),
+                                                        ((1.0, 1.0), 'rk4', 'heun', 3),
+                                                        ((1.0, 1.0), 'euler', 'heun', 1)])
+def test_lean_shooter_gradient_matches_finite_difference(sp, integrator, adjoint, ninv):
+    """The registration's lean shooter (lean=True: the identity used
+    implicitly, m_n and v_n recomputed by the adjoint, scratch borrowed from
+    the thread's memory manager) against a central difference of its energy,
+    as the full shooter above."""
+    fd, reg, img = _directional(sp, integrator, alpha=4.0, scale=10.0, adjoint=adjoint, inverse_iters=ninv,
+                                lean=True)
+    assert abs(reg + img - fd) < 1e-2 * abs(fd), (reg + img, fd)
+
+
+def test_lean_shooter_holds_fewer_fields():
+    """lean=True keeps 2 T path fields (g_1..g_T, ginv_1..ginv_T) and no
+    scratch field between calls; the full shooter 4 T + 7."""
+    I0, I1, g, K, sh, m0, dm, spv = _fd_setup(T=3, adjoint='euler', inverse_iters=1, lean=True)
+    ensure_thread_memory_manager(g, MT)
+    e, d, m = _energy(sh, g, m0, I0, I1, spv)
+    held = [f for f in sh.g + sh.ginv + sh.v + sh.m[1:] + [sh.t1, sh.t2, sh.t3, sh.w]
+            if isinstance(f, ca.Field3D)]
+    assert len({id(f) for f in held}) == 2 * 3
+    assert sh.v[0] is None and sh.i2 is None        # the borrowed scratch was handed back
+    full = Shooter(g, MT, K, 3, 'euler', 0.1, inverse_iters=1, adjoint='euler')
+    held = [f for f in full.g + full.ginv + full.v + full.m[1:] + [full.t1, full.t2, full.t3, full.w]
+            if isinstance(f, ca.Field3D)]
+    assert len({id(f) for f in held}) == 4 * 3 + 7
 
 
 @pytest.mark.parametrize("sp,alpha,scale", [((1.0, 1.0), 4.0, 10.0), ((1.0, 1.0), 4.0, 5.0),

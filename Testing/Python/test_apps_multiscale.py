@@ -142,7 +142,7 @@ def test_descent_step_control_on_a_quadratic():
         return float(((np.asarray(m.asnp()) - target) ** 2).sum())
 
     class Grad:               # sh.gradient(...) fills out with L m_hat so that m0 - out = m0 - t
-        def gradient(self, I0, deformed, I1, out):
+        def gradient(self, I0, deformed, I1, out, scratch=None):
             for c in range(3):
                 out.asnp()[c][...] = target[c]
 

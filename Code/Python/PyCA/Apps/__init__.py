@@ -14,6 +14,11 @@ keyword overrides of every parameter; ``DEFAULTS`` of each module lists them)::
     build_atlas(images, method='greedy'|'lddmm', config=None, quiet=False, comm=None, out=None,
                 checkpoint_every=0, resume=False, **params)                  -> AtlasResult
     apply_transform(result_dir, image, out=None, interp='linear', inverse=False) -> SimpleITK image
+    predict_peak(method, grid, config=None, device='cpu')              -> Prediction (memory.py)
+
+Every registration is refused before any work, with MemoryLimitError (a
+ValueError), when its predicted peak memory is above ``max_memory`` (default:
+the memory available; ``python -m PyCA.Apps.memory`` prints a prediction).
 
 The command lines are ``python -m PyCA.Apps.register`` (``pyca-register``; its
 module is ``PyCA.Apps.register_cli``, ``PyCA.Apps.register`` stays this function),
@@ -31,6 +36,7 @@ _LAZY = {
     'lddmm_register': 'lddmm', 'tv_denoise': 'tv', 'TVResult': 'tv',
     'build_atlas': 'atlas', 'AtlasResult': 'atlas',
     'apply_transform': 'apply',
+    'predict_peak': 'memory', 'MemoryLimitError': 'memory',
 }
 
 __all__ = ['register', 'RegistrationResult', 'ConfigError', 'gpu_available'] + sorted(_LAZY)

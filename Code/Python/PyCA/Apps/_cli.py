@@ -186,6 +186,9 @@ def error_status(prog, e, step='input', name_step=True):
         return fail(prog, message(e), EXIT_USAGE)
     if debug_enabled():
         raise  # noqa: PLE0704  the exception being handled, with its traceback
+    from .memory import MemoryLimitError
+    if isinstance(e, MemoryLimitError):    # refused before any work: the line says why
+        return fail(prog, message(e), EXIT_FAILED)
     if isinstance(e, EXPECTED_ERRORS):
         if step == 'input':
             return fail(prog, message(e), EXIT_USAGE)
@@ -318,16 +321,17 @@ MATCH_HISTOGRAM_HELP = ('Default: off: with lncc it does not help the rescanned 
                         '(greedy: 1.16 -> 1.21 mm alone, 0.83 -> 0.79 mm after N4).')
 
 
-def add_metric_args(p, whose, default="the method's, lncc"):
+def add_metric_args(p, whose, default="the method's, auto"):
     """--metric, --lncc-radius, --mi-bins (pyca-register, pyca-atlas).
 
     Args:
         p (argparse.ArgumentParser): the parser the options are added to.
         whose (str): whose registration the help names (e.g. 'the', 'each subject's').
-        default (str): the default the help states; default "the method's, lncc".
+        default (str): the default the help states; default "the method's, auto".
     """
-    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
+    p.add_argument('--metric', default=None, choices=('auto', 'ssd', 'ncc', 'lncc', 'mi'),
                    help="similarity metric of %s registration (default: %s; see PyCA.Apps.metrics): "
+                        "auto (lncc, or lncc plus global ncc where the images are piecewise constant), "
                         "ssd, ncc (global correlation), lncc (local correlation: robust to bias fields "
                         "and scanner changes), mi (mutual information: different contrasts)" % (whose, default))
     p.add_argument('--lncc-radius', default=None, type=str, metavar='R',

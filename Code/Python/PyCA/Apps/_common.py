@@ -24,8 +24,9 @@ import PyCA.Core as ca
 
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
            'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of',
-           'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'Progress', 'check_pair', 'mem_name',
-           'ConfigError']
+           'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'release_unused_scratch',
+           'scratch_field', 'scratch_image',
+           'Progress', 'check_pair', 'mem_name', 'ConfigError']
 
 
 class ConfigError(ValueError):
@@ -219,7 +220,7 @@ def on_mem(obj, mType):
     return out
 
 
-def ensure_thread_memory_manager(grid, mType, nPools=16):
+def ensure_thread_memory_manager(grid, mType, nPools=4):
     """Initialises the ThreadMemoryManager for ``grid``/``mType`` (the pool the
     operators and the multiscale resamplers take scratch from). An existing
     manager of the same memory type whose grid holds ``grid`` is kept.
@@ -228,7 +229,9 @@ def ensure_thread_memory_manager(grid, mType, nPools=16):
         grid (GridInfo): the grid (size, spacing, origin).
         mType (MemoryType): MEM_HOST or MEM_DEVICE (MEM_HOST_PINNED is copied to MEM_HOST by the
             apps).
-        nPools (int): scratch pools per thread; default 16.
+        nPools (int): scratch pools allocated up front; default 4 (the operators
+            the apps call hold at most 3 at once; more are added on demand, and
+            on the GPU every pool is device memory held for the whole run).
     """
     tmm = ca.ThreadMemoryManager
     if tmm.isInitialized():
@@ -238,6 +241,61 @@ def ensure_thread_memory_manager(grid, mType, nPools=16):
             return
         tmm.destroy()
     tmm.init(grid, mType, nPools)
+
+
+def _pool_fits(grid, mType):
+    tmm = ca.ThreadMemoryManager
+    if not tmm.isInitialized():
+        return False
+    mm = tmm.instance()
+    return mm.memType() == mType and mm.grid().nVox() >= grid.nVox()
+
+
+def scratch_field(grid, mType):
+    """A Field3D for temporary use: borrowed from the thread's memory
+    manager (``ManagedField3D``: three of its pools, handed back when the
+    object is released) where the manager holds ``grid`` in ``mType``
+    memory, else a new Field3D. Scratch that is borrowed only while an
+    operation runs is shared between operations (the LDDMM adjoint's
+    temporaries and the metric's), so the peak holds one set, not one per
+    user.
+
+    Args:
+        grid (GridInfo): the grid.
+        mType (MemoryType): the memory type.
+
+    Returns:
+        Field3D: uninitialised.
+    """
+    if _pool_fits(grid, mType):
+        return ca.ManagedField3D(grid, mType)
+    return ca.Field3D(grid, mType)
+
+
+def scratch_image(grid, mType):
+    """An Image3D for temporary use (one pool; :func:`scratch_field`).
+
+    Args:
+        grid (GridInfo): the grid.
+        mType (MemoryType): the memory type.
+
+    Returns:
+        Image3D: uninitialised.
+    """
+    if _pool_fits(grid, mType):
+        return ca.ManagedImage3D(grid, mType)
+    return ca.Image3D(grid, mType)
+
+
+def release_unused_scratch():
+    """Frees the ThreadMemoryManager's pools that no operator holds
+    (``MemoryManager.releaseUnused``): the multiscale driver calls it before
+    each level's iterations, so that the full-resolution scratch the
+    down-sampling used is not resident through the finest level's peak
+    (an operator that needs a pool again gets a new one)."""
+    tmm = ca.ThreadMemoryManager
+    if tmm.isInitialized():
+        tmm.instance().releaseUnused()
 
 
 def release_thread_memory_manager():

@@ -84,9 +84,12 @@ def build_parser():
                    help="re-acquire the phantom's moving image as another scanner session would: a smooth "
                         "bias field (+-20 %%), gamma 0.75 and noise (sd 0.03); 't2' gives it a T2-like "
                         "contrast first (CSF bright, white matter dark; use --metric mi)")
-    p.add_argument('--metric', default=None, choices=('ssd', 'ncc', 'lncc', 'mi'),
+    p.add_argument('--metric', default=None, choices=('auto', 'ssd', 'ncc', 'lncc', 'mi'),
                    help="similarity metric (default: the method's; PyCA.Apps.metrics)")
     p.add_argument('--gpu', action='store_true', help="compute on the GPU (device='gpu')")
+    p.add_argument('--max-memory', default=None, metavar='SIZE',
+                   help="refuse a registration whose predicted peak memory is above SIZE (8G, 512M; "
+                        "0: no check; default: the memory available)")
     p.add_argument('--quiet', action='store_true', help='no progress bar or progress lines')
     return p
 
@@ -232,6 +235,8 @@ def run(args):
             params.pop(str(k).replace('-', '_'), None)
     if args.metric is not None:
         params['metric'] = args.metric          # the command line wins
+    if getattr(args, 'max_memory', None) is not None:
+        params['max_memory'] = args.max_memory
     q = args.quiet
     h_true = None
     extra = {}
@@ -284,6 +289,8 @@ def run(args):
     print('mismatch ratio (final / initial MSD%s): %.4f'
           % (', brain mask' if mask is not None else '', ratio))
     print('jacobian determinant: min %.4f, folded voxels %d' % (jmin, folds))
+    for w in summary.get('warnings') or ():   # e.g. the mismatch barely fell (PyCA.Apps.metrics)
+        sys.stderr.write('%s: warning: %s\n' % (PROG, w))
     if h_true is not None:
         e = extra['deformation_error_mm']
         p = extra['phantom']

@@ -65,7 +65,7 @@ SCHEMA = Schema(
     device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     {'compute_inverse': Param(True),              # maintain hinv (one extra composition per iteration)
      'inverse_iters': Param(5, non_negative)},    # final fixed-point polishing iterations of hinv
-    metric('lncc', lncc_radius=2, mi_bins=32),    # 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
+    metric('auto', lncc_radius=2, mi_bins=32),    # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
     {'fft_pad': Param(True)},   # register on a grid padded at the far end to FFT-friendly sizes
                                 # (the fluid kernel's transforms), h and hinv cropped back
 )
@@ -93,14 +93,21 @@ class Greedy(Method):
         super().__init__(cfg, mType, metric, grid0)
         self.init_h, self.init_hinv = init_h, init_hinv
         self.want_inv = bool(cfg['compute_inverse'])
+        self.h = self.hinv = None            # the buffers: made by start (not on a grid the
+        #                                      driver then pads away: device memory on a GPU)
+
+    def _allocate(self):
         I, F = self.image, self.field
         self.Idef, self.diff = I(), I()
-        self.h, self.hprev, self.gI, self.gU = F(), F(), F(), F()
+        # four fields (three without the inverse): gU = K gI is computed in
+        # place, and hprev (the undo copy of h) is free whenever the inverse
+        # is updated or polished, so it is the inverse's scratch too
+        self.h, self.hprev, self.gI = F(), F(), F()
+        self.gU = self.gI
         self.hinv = F() if self.want_inv else None
-        self.scratch = F() if self.want_inv else None
+        self.scratch = self.hprev
         # the buffers resized at each level (updateHField resizes h and hinv itself)
-        self.scratch_objs = [self.Idef, self.diff, self.hprev, self.gI, self.gU] + \
-            ([self.scratch] if self.want_inv else [])
+        self.scratch_objs = [self.Idef, self.diff, self.hprev, self.gI]
 
     def warm(self):
         """bool: ``init_h`` or ``init_hinv`` was given (no padding, a single level)."""
@@ -123,6 +130,7 @@ class Greedy(Method):
         Args:
             level (Level): the first level.
         """
+        self._allocate()
         for o in self.scratch_objs:
             o.setGrid(level.grid)
         h, hinv = self.h, self.hinv
@@ -161,6 +169,7 @@ class Greedy(Method):
 
     def _accept(self):
         if self.want_inv:
+            # hprev (the old h) is no longer needed once the step is accepted
             ca.ComposeVInvH(self.scratch, self.gU, self.hinv)
             self.hinv.swap(self.scratch)
 
@@ -191,7 +200,7 @@ class Greedy(Method):
             history.record(e, level.factor, e, 0.0)
             ca.Gradient(gI, self.Idef)
             ca.Mul_I(gI, self.diff)
-            kernel.applyInverseOperator(gU, gI)
+            kernel.applyInverseOperator(gU)      # in place: gU is gI
             m = max_voxel_disp(gU, g)
             if not m > 0.0:
                 continue                # zero gradient: nothing to do

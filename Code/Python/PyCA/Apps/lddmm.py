@@ -63,13 +63,14 @@ grid spacing S = diag(spacing): CoAd_phys(g, m) = S^-1 CoAd(g, S m),
 ad_phys(X, Y) = S AdInf(S^-1 X, S^-1 Y), ad*_phys(X, m) = S^-1 CoAdInf(S^-1 X, S m),
 so anisotropic grids are handled exactly.
 """
+import contextlib
 import copy
 import math
 import warnings
 
 import PyCA.Core as ca
 
-from ._common import ConfigError, kernel_of
+from ._common import ConfigError, kernel_of, scratch_field, scratch_image
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
@@ -118,7 +119,7 @@ SCHEMA = Schema(
      'max_nsteps': Param(64, at_least(1))},  # the most time steps the adaptive shooting may take
     device(),                          # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
     {'smooth_scales': Param(True)},    # Gaussian pre-smoothing when down-sampling
-    metric('lncc', lncc_radius=2, mi_bins=32),  # 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
+    metric('auto', lncc_radius=2, mi_bins=32),  # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
                                        #   every metric's energy is in SSD units, so sigma keeps its meaning
     {'fft_pad': Param(True)},          # register on a grid padded at the far end (edge replicated) to
                                        #   sizes whose FFT is fast at every scale (fft_size: 99x117x95 ->
@@ -163,13 +164,31 @@ class Shooter:
             use v_0 .. v_{T-1} and the adjoint m_1 .. m_{T-1} only, so the
             registration passes False and saves a CoAd and a K per shoot;
             ``cfl`` then covers the velocities the steps used.
+        lean (bool): hold only what the adjoint needs (default False; the
+            registration passes True, which implies ``endpoint=False``):
+            the path is g_1 .. g_T and ginv_1 .. ginv_T only (2 T fields;
+            the full shooter holds 4 T + 7 fields and three images). The
+            identity g_0 = ginv_0 is used implicitly (the first step adds
+            dt v_0 to it; an identity field where RK4, more inverse iterations
+            or an anisotropic grid need it as an operand); m_n = CoAd(ginv_n,
+            m0) and (with the Euler adjoint) v_n = K m_n are recomputed by the
+            adjoint (one more K per gradient and time step after the first),
+            the adjoint's fourth scratch field is the caller's
+            (:meth:`gradient`'s ``scratch``), and with the registration's
+            Euler / one inverse iteration / Euler adjoint the scratch (three
+            fields, two images) is borrowed from the thread's memory manager
+            for each shoot and gradient only (``scratch_field``), so the
+            metric's scratch reuses it in between. ``v[0]`` is then None
+            after a shoot; ``e_reg`` holds the shoot's 1/2 <m0, K m0>. The
+            energy and the gradient are the full path's to rounding
+            (Documentation/Architecture.md, "Where the memory goes").
 
     Raises:
         ConfigError: an unknown ``integrator`` or ``adjoint``.
     """
 
     def __init__(self, grid, mType, kernel, nsteps=None, integrator=None, sigma=None,
-                 inverse_iters=None, adjoint=None, metric=None, endpoint=True):
+                 inverse_iters=None, adjoint=None, metric=None, endpoint=True, lean=False):
         d = DEFAULTS
         nsteps = d['nsteps'] if nsteps is None else nsteps
         integrator = d['integrator'] if integrator is None else integrator
@@ -183,7 +202,8 @@ class Shooter:
         self._force_of = None
         self.T, self.integrator, self.sigma = int(nsteps), integrator, float(sigma)
         self.ninv = int(inverse_iters)
-        self.endpoint = bool(endpoint)
+        self.lean = bool(lean)
+        self.endpoint = bool(endpoint) and not self.lean
         sp = grid.spacing()
         self.sp = (float(sp[0]), float(sp[1]), float(sp[2]))
         # isotropic over the axes that exist (a 2-D grid's z spacing is irrelevant)
@@ -196,17 +216,26 @@ class Shooter:
         F = lambda: ca.Field3D(grid, mType)  # noqa: E731
         I = lambda: ca.Image3D(grid, mType)  # noqa: E731
         self._F, self._I = F, I
-        T = self.T
-        self.g = [F() for _ in range(T + 1)]
-        self.ginv = [F() for _ in range(T + 1)]
-        ca.SetToIdentity(self.g[0])          # phi_0 = Id for every shoot: set once
-        ca.SetToIdentity(self.ginv[0])
-        self.v = [F() for _ in range(T + 1)]
-        self.m = [None] + [F() for _ in range(T)]      # m[0]: the caller's m0 (shoot)
-        self.t1, self.t2, self.t3, self.t4 = F(), F(), F(), F()
+        self.one_gather = integrator == 'euler' and self.ninv == 1
+        # pooled (lean, Euler, one inverse iteration, Euler adjoint: the
+        # registration's default): the scratch t1, t2, w, i2, i3 is borrowed
+        # from the thread's memory manager for each shoot and gradient only
+        # (_borrow), so the metric's scratch reuses it in between
+        self.pooled = self.lean and self.one_gather and adjoint == 'euler'
+        if self.pooled:
+            self.t1 = self.t2 = self.w = None
+        else:
+            self.t1, self.t2, self.w = F(), F(), F()
+        # t3: UpdateInverse's scratch, and the adjoint's (the caller's scratch when lean)
+        self.t3 = None if self.lean and self.one_gather else F()
+        self.t4 = F() if not self.iso else None    # the unit conversions' scratch (anisotropic grids)
         self.t5 = F() if not self.iso else None
-        self.w = F()
-        self.i1, self.i2, self.i3 = I(), I(), I()
+        self.mscr = None
+        self.g, self.ginv, self.v, self.m = [], [], [], []
+        self.set_steps(self.T)
+        self.i1 = I()                        # the metric's force, from energy() to gradient()
+        self.i2, self.i3 = (None, None) if self.pooled else (I(), I())
+        self.e_reg = None                    # the last shoot's regulariser energy
         self.cfl = 0.0                       # max_n dt * max_x |Dv_n(x)|_F of the last shoot
         self.min_jac = 1.0                   # min det D(phi_1), det D(phi_1^-1) of the last shoot
         if adjoint == 'heun':
@@ -214,8 +243,89 @@ class Shooter:
         if integrator == 'rk4':
             self.rk_kk, self.rk_raw, self.rk_g = F(), F(), F()
 
+    def set_steps(self, nsteps):
+        """Sets the number of time steps T, keeping the path's fields that
+        are still needed and allocating only the missing ones (the adaptive
+        refinement re-shoots with more steps without a second path in memory).
+        The path must be shot again before it is read.
+
+        Args:
+            nsteps (int): the new T (>= 1).
+        """
+        T = int(nsteps)
+        if T < 1:
+            raise ConfigError('nsteps must be >= 1, got %r' % (nsteps,))
+        F = self._F
+        old = [f for f in self.g[1:] + self.ginv[1:] + self.v[1:] + self.m[1:] if f is not None]
+        take = lambda: old.pop() if old else F()   # noqa: E731
+        if not self.g:
+            if self.lean and self.one_gather and self.iso:
+                ident = None                     # the identity, used implicitly
+            else:
+                ident = F()
+                ca.SetToIdentity(ident)          # phi_0 = Id for every shoot: set once
+            self.g, self.ginv = [ident], [ident if self.lean else F()]
+            if not self.lean:
+                ca.SetToIdentity(self.ginv[0])
+            # v_0 in scratch unless the adjoint reads it (Heun's ad_v(t_0));
+            # pooled: t1, borrowed by each shoot
+            self.v = [None if self.pooled else
+                      self.t1 if self.lean and self.adjoint != 'heun' else F()]
+        # v_0 .. v_{T-1}, and v_T unless lean; pooled: none (v_n in t1 during
+        # the shoot, K m_n recomputed by the adjoint)
+        nv = 1 if self.pooled else T if self.lean else T + 1
+        nm = 0 if self.lean else T           # m_1 .. m_T (recomputed when lean)
+        self.g = self.g[:1] + [take() for _ in range(T)]
+        self.ginv = self.ginv[:1] + [take() for _ in range(T)]
+        self.v = self.v[:1] + [take() for _ in range(nv - 1)] + [None] * (T + 1 - nv)
+        self.m = [None] + [take() for _ in range(nm)] + [None] * (T - nm)
+        if self.lean and (self.integrator == 'rk4' or self.adjoint == 'heun'):
+            # the RK4 stages and Heun's second evaluation use w: m_n gets its own scratch
+            self.mscr = self.mscr or F()
+        else:
+            self.mscr = self.w               # free wherever m_n is recomputed (pooled: _borrow)
+        self.T = T
+        del old
+
+    @contextlib.contextmanager
+    def _borrow(self, fields, images):
+        """Pooled shooters: the named scratch attributes borrowed from the
+        thread's memory manager (``scratch_field``, ``scratch_image``) for the
+        ``with`` block, then handed back."""
+        if not self.pooled:
+            yield
+            return
+        for name in fields:
+            setattr(self, name, scratch_field(self.grid, self.mType))
+        for name in images:
+            setattr(self, name, scratch_image(self.grid, self.mType))
+        self.mscr = self.w
+        try:
+            yield
+        finally:
+            for name in fields + images:
+                setattr(self, name, None)
+            self.mscr = None
+
+    def momentum(self, out, n, m0):
+        """m_n of the last shoot: the stored field, or (lean) CoAd(ginv_n, m0)
+        computed into ``out``.
+
+        Args:
+            out (Field3D): scratch the lean path computes into.
+            n (int): the time step.
+            m0 (Field3D): the shoot's initial momentum.
+
+        Returns:
+            Field3D: m_n (``self.m[n]`` or ``out``).
+        """
+        if self.m[n] is not None:
+            return self.m[n]
+        self.coad(out, self.ginv[n], m0)
+        return out
+
     @classmethod
-    def from_config(cls, grid, mType, kernel, cfg, metric=None, nsteps=None, endpoint=True):
+    def from_config(cls, grid, mType, kernel, cfg, metric=None, nsteps=None, endpoint=True, lean=False):
         """A Shooter with the time steps, integrator, sigma, inverse iterations
         and adjoint of an LDDMM configuration (``DEFAULTS`` keys; missing keys
         take the defaults).
@@ -228,13 +338,14 @@ class Shooter:
             metric (Metric, optional): the similarity metric; default None = SSD.
             nsteps (int, optional): time steps instead of ``cfg['nsteps']``; default None.
             endpoint (bool): also compute m_T and v_T; default True.
+            lean (bool): hold only what the adjoint needs (the class notes); default False.
 
         Returns:
             Shooter.
         """
         c = dict(DEFAULTS, **{k: v for k, v in cfg.items() if k in DEFAULTS})
         return cls(grid, mType, kernel, c['nsteps'] if nsteps is None else nsteps, c['integrator'],
-                   c['sigma'], c['inverse_iters'], c['adjoint'], metric, endpoint=endpoint)
+                   c['sigma'], c['inverse_iters'], c['adjoint'], metric, endpoint=endpoint, lean=lean)
 
     # ---- unit conversions of the voxel-unit operators --------------------
     def _converted(self, op, out, a, sa, b, sb, sout):
@@ -336,27 +447,50 @@ class Shooter:
         Args:
             m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
         """
+        with self._borrow(('t1', 'w'), ('i2', 'i3')):
+            if self.pooled:
+                self.v[0] = self.t1
+            try:
+                self._shoot(m0)
+            finally:
+                if self.pooled:
+                    self.v[0] = None
+
+    def _shoot(self, m0):
         T, dt = self.T, 1.0 / self.T
         # Euler with one inverse iteration: one gather each for g and ginv (below)
-        one_gather = self.integrator == 'euler' and self.ninv == 1
+        one_gather = self.one_gather
         self.m[0] = m0
         self.K.applyInverseOperator(self.v[0], m0)
+        self.e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv     # E_reg = 1/2 <m0, K m0>
         self.cfl = 0.0
         for n in range(T):
-            g, ginv, v = self.g[n], self.ginv[n], self.v[n]
+            g, ginv, v = self.g[n], self.ginv[n], self.v[n] if self.v[n] is not None else self.t1
             self.cfl = max(self.cfl, dt * self._dv_max(v))
             if not self.cfl <= 1.0:
                 # unstable already: the rest of the path is meaningless
                 # (and may overflow); the caller refines or rejects it
                 for k in range(n + 1, T + 1):
-                    ca.Copy(self.g[k], g)
-                    ca.Copy(self.ginv[k], ginv)
-                    ca.Copy(self.v[k], v)
-                    ca.Copy(self.m[k], self.m[n])
+                    for dst, src in ((self.g[k], g), (self.ginv[k], ginv)):
+                        if src is None:
+                            ca.SetToIdentity(dst)
+                        else:
+                            ca.Copy(dst, src)
+                    if self.v[k] is not None:
+                        ca.Copy(self.v[k], v)
+                    if self.m[k] is not None:
+                        ca.Copy(self.m[k], self.m[n])
                 self.min_jac = float('nan')
                 return
             gn, ginvn = self.g[n + 1], self.ginv[n + 1]
-            if one_gather:
+            if g is None:
+                # from the (implicit) identity: g_1 = Id + dt v_0, ginv_1 = Id - dt v_0
+                # (voxel units; what the gathers below give at the identity)
+                ca.SetToIdentity(gn)
+                ca.Add_MulC_I(gn, v, dt / self.s_iso)
+                ca.SetToIdentity(ginvn)
+                ca.Add_MulC_I(ginvn, v, -dt / self.s_iso)
+            elif one_gather:
                 # g_{n+1} = g_n + dt v_n o g_n, and its inverse's first
                 # fixed-point iterate ginv_n o (Id - w o ginv_n) with
                 # w o ginv_n = dt v_n o (g_n o ginv_n) = dt v_n: one gather each
@@ -371,7 +505,9 @@ class Shooter:
                 # its velocity K CoAd(stage inverse, m0). The n+1 slots hold
                 # the stage state until the step is taken.
                 acc, kk, kraw, gs = self.w, self.rk_kk, self.rk_raw, self.rk_g
-                gis, vs, ms = ginvn, self.v[n + 1], self.m[n + 1]
+                gis = ginvn
+                vs = self.v[n + 1] if self.v[n + 1] is not None else self.t2   # (lean: scratch)
+                ms = self.m[n + 1] if self.m[n + 1] is not None else self.mscr
                 self._lagrangian(acc, v, g, dt / 6.0)            # dt/6 k1
                 self._lagrangian(kk, v, g, 0.5 * dt)             # dt/2 k1
                 for wgt, nxt in ((2.0, 0.5), (2.0, 1.0), (1.0, None)):
@@ -387,7 +523,9 @@ class Shooter:
                 ca.Add(gn, g, self.w)
                 ca.UpdateInverse(ginvn, self.t3, ginv, self.w, self.ninv)
             if n + 1 < T or self.endpoint:
-                self._velocity(self.v[n + 1], self.m[n + 1], ginvn, m0)
+                # (pooled: v_{n+1} replaces v_n in t1, which the step has used)
+                self._velocity(self.v[n + 1] if self.v[n + 1] is not None else self.t1,
+                               self.m[n + 1] if self.m[n + 1] is not None else self.mscr, ginvn, m0)
         if self.endpoint:
             self.cfl = max(self.cfl, dt * self._dv_max(self.v[T]))
         self.min_jac = self._min_jac()
@@ -409,7 +547,10 @@ class Shooter:
         ca.ApplyH(deformed, I0, self.ginv[self.T])
         e_img = 0.5 * self.metric.evaluate(I1, deformed, self.i1) / (self.sigma ** 2)
         self._force_of = deformed
-        e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv
+        if self.v[0] is not None:
+            e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv
+        else:
+            e_reg = self.e_reg               # (pooled: the shoot's, of the same m0)
         return e_img, e_reg
 
     # ---- backward -----------------------------------------------------------
@@ -421,16 +562,21 @@ class Shooter:
             ca.Gradient(out, self.i_def)                 # (no copies of the two images)
             ca.Mul_I(out, Ihat1)
             return
-        ca.ComposeHH(self.w, self.g[n], self.ginv[T])
-        ca.Splat(self.i2, self.w, Ihat1, False)
-        ca.ApplyH(self.i3, I0, self.ginv[n])
-        ca.Gradient(out, self.i3)
+        if self.g[n] is None:
+            # t = 0 with the implicit identity: phi_0 o phi_1^-1 = phi_1^-1, I(0) = I0
+            ca.Splat(self.i2, self.ginv[T], Ihat1, False)
+            ca.Gradient(out, I0)
+        else:
+            ca.ComposeHH(self.w, self.g[n], self.ginv[T])
+            ca.Splat(self.i2, self.w, Ihat1, False)
+            ca.ApplyH(self.i3, I0, self.ginv[n])
+            ca.Gradient(out, self.i3)
         ca.Mul_I(out, self.i2)
 
     def _adjoint_rhs(self, out, F, mh, k, tmp, with_ad):
         """out = K(F - ad*_mh m_k) + ad_{v_k} mh (F is kept)."""
         if with_ad:
-            self.adstar(tmp, mh, self.m[k])
+            self.adstar(tmp, mh, self.momentum(self.mscr, k, self.m[0]))
             ca.Sub(out, F, tmp)
         else:
             ca.Copy(out, F)
@@ -439,7 +585,7 @@ class Shooter:
             self.ad(tmp, self.v[k], mh)
             ca.Add_I(out, tmp)
 
-    def gradient(self, I0, deformed, I1, out, precondition=True):
+    def gradient(self, I0, deformed, I1, out, precondition=True, scratch=None):
         """out = L m_hat(0) (after shoot and energy; the descent direction is
         m0 - out), or m_hat(0) itself with precondition=False (the L2 gradient
         of E is then K m0 - m_hat(0), per unit voxel volume).
@@ -450,8 +596,19 @@ class Shooter:
             I1 (Image3D): the fixed image (of the scale).
             out (Field3D): output, on the shooter's grid.
             precondition (bool): return L m_hat(0) (True, default) or m_hat(0).
+            scratch (Field3D, optional): a field the adjoint may overwrite (the
+                descent's stale momentum); default None: the shooter's own
+                (allocated at the first call where a lean shooter has none).
         """
+        with self._borrow(('t1', 't2', 'w'), ('i2', 'i3')):
+            return self._gradient(I0, deformed, I1, out, precondition, scratch)
+
+    def _gradient(self, I0, deformed, I1, out, precondition, scratch):
         T, dt = self.T, 1.0 / self.T
+        if scratch is None:
+            if self.t3 is None:
+                self.t3 = self._F()
+            scratch = self.t3
         # I_hat(1) = -dE_img/dI(1) / voxelVol = force / sigma^2 (SSD: -(I(1) - I1)/sigma^2),
         # the metric's force of the last energy() on this deformed image
         Ihat1 = self.i1
@@ -460,7 +617,7 @@ class Shooter:
         self._force_of = None                # consumed: scaled in place below
         ca.MulC_I(Ihat1, 1.0 / self.sigma ** 2)
         self.i_def = deformed
-        mhat, tmp, force, prev = out, self.t1, self.t2, self.t3
+        mhat, tmp, force, prev = out, self.t1, self.t2, scratch
         ca.SetToZero(mhat)
         self._image_force(prev, T, I0, Ihat1)                 # F(1) = (I_hat grad I)(1)
         if self.adjoint == 'heun':
@@ -483,19 +640,25 @@ class Shooter:
                 self._image_force(force, n, I0, Ihat1)        # F(t_n)
                 ca.AddMulC_I(prev, force, 0.5)                # trapezoid of the force
                 if n < T - 1:                                 # ad*_{m_hat} m at t_{n+1}
+                    mk = self.momentum(self.mscr, n + 1, self.m[0])
                     if self.iso:                              # (the unit scale fused)
-                        ca.CoAdInf(tmp, mhat, self.m[n + 1])
+                        ca.CoAdInf(tmp, mhat, mk)
                         ca.Add_MulC_I(prev, tmp, -1.0 / self.s_iso)
                     else:
-                        self.adstar(tmp, mhat, self.m[n + 1])
+                        self.adstar(tmp, mhat, mk)
                         ca.Sub_I(prev, tmp)
                 self.K.applyInverseOperator(prev)             # K(F - ad* m)
                 if n < T - 1:                                 # ad_v m_hat at t_{n+1}
+                    vk = self.v[n + 1]
+                    if vk is None:
+                        # pooled: v_{n+1} = K m_{n+1}, in place of m_{n+1} (in mscr)
+                        vk = mk
+                        self.K.applyInverseOperator(vk)
                     if self.iso:
-                        ca.AdInf(tmp, self.v[n + 1], mhat)
+                        ca.AdInf(tmp, vk, mhat)
                         ca.Add_MulC_I(prev, tmp, 1.0 / self.s_iso)
                     else:
-                        self.ad(tmp, self.v[n + 1], mhat)
+                        self.ad(tmp, vk, mhat)
                         ca.Add_I(prev, tmp)
                 ca.Add_MulC_I(mhat, prev, -dt)                # m_hat(t_n)
                 prev, force = force, prev
@@ -517,9 +680,12 @@ class Descent:
     preconditioned gradient with half the step when the direction held a
     heavy-ball term (which need not descend), else with half the step, until
     the step falls below ``min_step`` of the scale's first one, when the scale
-    stops at the best momentum. The directions live in two buffers that swap
-    (the last direction is the heavy-ball term), as do ``m0`` and ``prev_m0``:
-    no copies per iteration.
+    stops at the best momentum. Four fields (three without momentum): ``m0``
+    and ``prev_m0`` (swapped, not copied), ``grad`` (the preconditioned
+    gradient, then in place the plain direction ``m0 - L m_hat(0)``) and
+    ``prev_dir`` (the direction taken, updated in place to ``plain + beta
+    prev_dir``: the last direction is the heavy-ball term; without momentum it
+    is ``grad`` itself).
 
     Args:
         m0 (Field3D): the scale's starting momentum (the trial; swapped, not copied).
@@ -535,10 +701,8 @@ class Descent:
         self.m0 = m0
         self.grad = ca.Field3D(grid, mType)
         self.prev_m0 = ca.Field3D(grid, mType)
-        self.prev_dir = ca.Field3D(grid, mType)
         self.beta = cfg['momentum']
-        self.spare_dir = ca.Field3D(grid, mType) if self.beta > 0 else None
-        self.mom = None
+        self.prev_dir = ca.Field3D(grid, mType) if self.beta > 0 else self.grad
         self.have_mom = False
         self.mom_dir = False               # prev_dir holds a momentum term
         self.step = cfg['step']
@@ -565,7 +729,7 @@ class Descent:
                 # the heavy-ball direction overshot: restart the momentum, along
                 # the plain preconditioned gradient with half the step
                 self.mom_dir = self.have_mom = False
-                ca.Sub(self.prev_dir, self.prev_m0, self.grad)
+                ca.Copy(self.prev_dir, self.grad)          # the plain direction
                 self.step = 0.5 * self.step_dir
                 self._trial()
                 return self.RETRY
@@ -596,22 +760,24 @@ class Descent:
             kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
             grid (GridInfo): the scale's grid.
         """
-        sh.gradient(I0, deformed, I1, self.grad)                # L m_hat(0)
-        if self.spare_dir is not None:
-            self.prev_dir, self.spare_dir = self.spare_dir, self.prev_dir   # the last direction: mom
-            self.mom = self.spare_dir
-        ca.Sub(self.prev_dir, self.m0, self.grad)               # descent direction m0 - L m_hat
+        # L m_hat(0); prev_m0 (the momentum accepted before m0) is free: the adjoint's scratch
+        sh.gradient(I0, deformed, I1, self.grad, scratch=self.prev_m0)
+        ca.Sub(self.grad, self.m0, self.grad)                   # plain direction m0 - L m_hat
         self.m0, self.prev_m0 = self.prev_m0, self.m0           # prev_m0: the accepted momentum
         self.mom_dir = False
-        if self.mom is not None:
+        if self.prev_dir is not self.grad:
             if self.have_mom:
-                ca.Add_MulC_I(self.prev_dir, self.mom, self.beta)
+                # plain + beta * (the last direction), in place
+                ca.Add_MulC(self.prev_dir, self.grad, self.prev_dir, self.beta)
                 self.mom_dir = True
+            else:
+                ca.Copy(self.prev_dir, self.grad)
             self.have_mom = True
         if self.step <= 0:
             # automatic first step: K(direction) moves by init_disp voxels at most
-            kernel.applyInverseOperator(self.grad, self.prev_dir)
-            vmax = ca.LInf(self.grad) / min_spacing(grid)
+            scratch = self.m0                                   # the stale momentum, overwritten below
+            kernel.applyInverseOperator(scratch, self.prev_dir)
+            vmax = ca.LInf(scratch) / min_spacing(grid)
             step = self.cfg['init_disp'] / vmax if vmax > 0 else self.cfg['max_step']
             self.step = self.first_step = min(step, self.cfg['max_step'])
         self.step_dir = self.step
@@ -694,7 +860,7 @@ class LDDMM(Method):
     def _shooter(self, grid, kernel, T):
         """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False)."""
         return Shooter.from_config(grid, self.mType, kernel, self.cfg, self.metric, nsteps=T,
-                                   endpoint=False)
+                                   endpoint=False, lean=True)
 
     def _refine(self, sh, m, grid, kernel):
         """sh shot m; while its path is unstable, more time steps (up to
@@ -702,7 +868,7 @@ class LDDMM(Method):
         while not sh.stable(self.max_cfl) and sh.T < self.max_nsteps:
             c = sh.cfl if math.isfinite(sh.cfl) and sh.cfl > self.max_cfl else 2.0 * self.max_cfl
             T = min(self.max_nsteps, max(2 * sh.T, int(math.ceil(sh.T * c / self.max_cfl))))
-            sh = self._shooter(grid, kernel, T)
+            sh.set_steps(T)                  # the same shooter: one path in memory
             sh.shoot(m)
         return sh
 
@@ -745,6 +911,7 @@ class LDDMM(Method):
             history (History): where each accepted iteration's energy is recorded.
         """
         I0, I1, grid, nit = level.moving, level.fixed, level.grid, level.iters
+        self.last = None                     # the previous level's path: released before this one's
         kernel = kernel_of(grid, self.mType, self.cfg)
         self.metric.prepare(I1, I0)
         nsteps = max(self.cfg['nsteps'], self.nsteps_used[-1] if self.nsteps_used else 0)
@@ -795,13 +962,15 @@ class LDDMM(Method):
             warnings.warn("lddmm_register: the final geodesic is not resolved (dt*max|Dv| = %.3g, "
                           "min det J = %.3g with %d time steps); raise max_nsteps"
                           % (sh.cfl, sh.min_jac, sh.T), RuntimeWarning)
-        # the final deformation on the full-resolution grid
-        h, hinv, velocity = self.field(), self.field(), self.field()
-        ca.Copy(h, sh.ginv[sh.T])
-        ca.Copy(hinv, sh.g[sh.T])
+        # the final deformation on the full-resolution grid: the path's last
+        # fields themselves (the shooter is done), then the path released
+        # before the outputs are allocated
+        h, hinv, K = sh.ginv[sh.T], sh.g[sh.T], sh.K
+        self.last = sh = None
         out = self.image()
         ca.ApplyH(out, moving, h)
-        ca.Copy(velocity, sh.v[0])
+        velocity = self.field()
+        K.applyInverseOperator(velocity, self.m0)     # v_0 = K m0 (the shoot's own v_0 was scratch)
         return dict(deformed=out, h=h, hinv=hinv, momentum=self.m0, velocity=velocity,
                     config=dict(copy.deepcopy(self.cfg), nsteps_used=self.nsteps_used))
 

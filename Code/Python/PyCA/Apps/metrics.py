@@ -33,26 +33,74 @@ so a method's weights (LDDMM's ``sigma``) keep their meaning:
   does not grow with the radius); the gradient needs four more. The fixed
   image's two (its window mean and centred sum of squares) are kept between
   evaluations, keyed on the image and its sums, so an evaluation runs seven.
+  Memory: three images held between evaluations (the window counts and
+  those two), five borrowed for each evaluation from the thread's memory
+  manager (``_common.scratch_image``), whose pools the LDDMM adjoint's
+  scratch reuses (Architecture.md, "Where the memory goes").
+* ``lncc`` with ``global_weight`` w > 0 (the robust LNCC that ``auto``
+  picks for piecewise-constant images): ``E = E_lncc + w E_ncc``. LNCC alone
+  is blind on piecewise-constant images (binary masks, label maps, the
+  circle -> C pair): a window where either image is flat has C = 0, so its
+  energy ``A - C^2/(B + eps)`` has a zero derivative (dE/dJ is a sum of
+  terms in C and C^2) and gives no force -- whatever eps, since the
+  derivative vanishes with C, not with B: an eps relative to the global
+  variance does not help -- and inside a flat region of both images a
+  constant difference (fixed 1, deformed 0) costs nothing at all (the local
+  offset absorbs it). Only windows that hold edges of both images pull, so
+  the C barely moves toward the circle (83 % / 88 % of the mismatch left,
+  LDDMM / greedy; a radius of 8 voxels: 17 % / 39 %). dipy's CCMetric has
+  the same dead zone (it skips windows with a zero variance), and dipy's
+  circle -> C example registers with SSD. The global NCC term (the SSD left
+  after the best *global* linear intensity map) gives the SSD-like force at
+  every edge of the deformed image; the LNCC term keeps the normalised,
+  edge-aligned force near the edges (LDDMM leaves 8 % with both, 10 % with
+  NCC alone, 7 % with SSD; on the circle -> C pair of dipy's orientation 15
+  % with both, 68 % with NCC, 46 % with SSD). Both are in SSD units, so the
+  sum is too. The global term penalises anticorrelation (``a - c|c|/b`` for
+  ``a - c^2/b``; the same where c >= 0): shapes that do not overlap at all
+  (c < 0) are pulled together, not toward the inverted image.
+* ``auto`` (the default of every method): chooses from the data, at each
+  level's ``prepare``: ``flat_fraction`` of each image is the fraction of
+  its foreground (voxels above min + 5 % of the range) lying in flat LNCC
+  windows (window variance below 1e-3 of the image's variance). Natural
+  images (MRI, CT: texture and noise everywhere) have almost none (the MNI
+  T1 template at 2 mm: 0.008, its rescans and T2-like version: 0), and
+  ``auto`` is exactly ``lncc``; where either image is piecewise constant
+  (fraction above ``AUTO_FLAT_FRACTION`` = 0.25; the circle: 0.94, the C:
+  0.82) it is the robust LNCC with w = 1. ``describe()`` reports the choice.
+  On the MNI demo pairs ``auto`` is therefore ``lncc`` (the same numbers).
 * ``mi``: Mattes mutual information (``PyCA.Core.MutualInformation``:
   cubic B-spline Parzen windows, ``bins`` bins over each image's range,
   deterministic on the CPU); ``E = -N vol a MI`` (a: the fixed image's
   variance, for SSD-like units). For images of different contrasts (T1
   against T2): unchanged by any invertible intensity remap of either image.
 
+``mismatch_warnings`` says when a registration's mismatch barely fell (the
+summary's ``warnings``, a warning line of pyca-register and pyca-demo).
+
 Every metric runs on MEM_HOST and MEM_DEVICE through PyCA.Core operators
-(no NumPy in the hot path). Bad parameters raise ConfigError; a constant
+(no NumPy in the hot path; ``auto``'s ``flat_fraction``, once per level, on a
+host copy). Bad parameters raise ConfigError; a constant
 image (NCC, LNCC, MI undefined) raises ValueError from ``prepare``.
 """
 import math
 
 import PyCA.Core as ca
 
-from ._common import ConfigError
+from ._common import ConfigError, scratch_image
 
-__all__ = ['METRICS', 'Metric', 'SSD', 'NCC', 'LNCC', 'MI', 'make_metric']
+__all__ = ['METRICS', 'Metric', 'SSD', 'NCC', 'LNCC', 'MI', 'Auto', 'make_metric', 'flat_fraction',
+           'AUTO_FLAT_FRACTION', 'AUTO_GLOBAL_WEIGHT', 'BARELY_FELL_RATIO', 'ncc_ratio',
+           'mismatch_warnings']
 
 #: the metric names ``metric=`` accepts
-METRICS = ('ssd', 'ncc', 'lncc', 'mi')
+METRICS = ('auto', 'ssd', 'ncc', 'lncc', 'mi')
+
+#: ``auto`` uses the robust LNCC when either image has more than this fraction
+#: of its foreground in flat windows (``flat_fraction``), plain LNCC otherwise
+AUTO_FLAT_FRACTION = 0.25
+#: the weight of the global NCC term in ``auto``'s robust LNCC
+AUTO_GLOBAL_WEIGHT = 1.0
 
 
 class _Scratch(object):
@@ -136,6 +184,14 @@ class Metric(object):
         """
         return {'metric': self.name}
 
+    @staticmethod
+    def _borrow(like, k=1):
+        """``k`` scratch images like ``like`` for one evaluation: borrowed from
+        the thread's memory manager where it holds the grid (``scratch_image``;
+        shared with the other operations' scratch, e.g. the LDDMM adjoint's),
+        else new ones."""
+        return [scratch_image(like.grid(), like.memType()) for _ in range(k)]
+
     def _tmp(self, like, name):
         return self._scratch.get(like.grid(), like.memType(), name)
 
@@ -179,8 +235,20 @@ def _check_not_constant(im, who, role):
 
 
 class NCC(Metric):
-    """Global normalised cross-correlation (module notes)."""
+    """Global normalised cross-correlation (module notes).
+
+    Args:
+        positive (bool): penalise anticorrelation: ``E = N vol (a - c |c| / b)``,
+            the same as NCC where the covariance c >= 0 and above ``N vol a``
+            where c < 0 (the robust LNCC's global term: two shapes that do not
+            overlap, c < 0, are pulled together instead of toward the inverted
+            image, which NCC's c^2 rewards as much); default False (NCC).
+    """
     name = 'ncc'
+
+    def __init__(self, positive=False):
+        Metric.__init__(self)
+        self.positive = bool(positive)
 
     def prepare(self, fixed, moving):
         """Checks that neither image is constant.
@@ -221,45 +289,64 @@ class NCC(Metric):
             ca.SetMem(force, 0.0)
             return n * vol * a
         r = c / b
-        # force = (c/b) [(I - mI) - (c/b) (J - mJ)]
-        tmp = self._tmp(fixed, 'ncc_t')
-        ca.MulC(force, fixed, r)
-        ca.MulC(tmp, deformed, -r * r)
+        q = abs(r) if self.positive else r           # the positive variant: c|c| for c^2
+        # force = q (I - mI) - q r (J - mJ)  (NCC: q = r = c/b)
+        tmp, = self._borrow(fixed)
+        ca.MulC(force, fixed, q)
+        ca.MulC(tmp, deformed, -q * r)
         ca.Add_I(force, tmp)
-        ca.AddC_I(force, -r * mI + r * r * mJ)
-        return n * vol * (a - c * c / b)
+        ca.AddC_I(force, -q * mI + q * r * mJ)
+        return n * vol * (a - q * c)
 
 
 class LNCC(Metric):
     """Local normalised cross-correlation over boxes of ``radius`` voxels
     (module notes).
 
+    With ``global_weight`` w > 0 it is the robust LNCC, ``E_lncc + w E_ncc``
+    (module notes: LNCC alone gives no force where either image's window is
+    flat; the global NCC term does, at every edge of the deformed image).
+
     Args:
         radius (int): half-width of the boxes in voxels (a (2r+1)^d window); default 2; 1 to 2^20.
+        global_weight (float): weight w of the global NCC term; default 0 (plain LNCC); >= 0.
 
     Raises:
-        ConfigError: ``radius`` is not a whole number from 1 to 2^20.
+        ConfigError: ``radius`` is not a whole number from 1 to 2^20, or ``global_weight``
+            is negative or not finite.
     """
     name = 'lncc'
 
-    def __init__(self, radius=2):
+    def __init__(self, radius=2, global_weight=0.0):
         Metric.__init__(self)
         self.radius = _whole(radius, 1, 1 << 20, "lncc_radius must be a whole number of voxels >= 1")
+        try:
+            w = float(global_weight)
+        except (TypeError, ValueError):
+            w = float('nan')
+        if not (math.isfinite(w) and w >= 0.0):
+            raise ConfigError("global_weight must be a finite number >= 0, got %r" % (global_weight,))
+        self.global_weight = w
+        self._ncc = NCC(positive=True) if w > 0.0 else None
         self._eps = None
 
     def describe(self):
         """The metric and its parameters, for summaries.
 
         Returns:
-            dict: ``{'metric': 'lncc', 'lncc_radius': radius}``.
+            dict: ``{'metric': 'lncc', 'lncc_radius': radius}`` (and ``'global_weight'`` when
+            it is not 0).
         """
-        return {'metric': self.name, 'lncc_radius': self.radius}
+        d = {'metric': self.name, 'lncc_radius': self.radius}
+        if self.global_weight:
+            d['global_weight'] = self.global_weight
+        return d
 
-    def _box(self, out, im):
+    def _box(self, out, im, tmp):
         s = im.size()
         r = self.radius
         ca.BoxFilter(out, im, ca.Vec3Di(r if s.x > 1 else 0, r if s.y > 1 else 0, r if s.z > 1 else 0),
-                     ca.BC_APPROX, self._tmp(im, 'lncc_box'))
+                     ca.BC_APPROX, tmp)
 
     def prepare(self, fixed, moving):
         """Checks that neither image is constant; sets the regularising epsilon of the level.
@@ -279,6 +366,8 @@ class LNCC(Metric):
         self._count(fixed)
         # eps: 1e-5 of a window's sum of squares at the fixed image's variance
         self._eps = 1e-5 * var * float(ca.Max(self._n))
+        if self._ncc is not None:
+            self._ncc.prepare(fixed, moving)
         return self
 
     def _count(self, like):
@@ -286,7 +375,7 @@ class LNCC(Metric):
         cnt = self._tmp(like, 'lncc_n')
         if getattr(self, '_n', None) is not cnt:
             ca.SetMem(cnt, 1.0)
-            self._box(cnt, cnt)
+            self._box(cnt, cnt, self._borrow(like)[0])
             self._n = cnt
         return cnt
 
@@ -303,40 +392,43 @@ class LNCC(Metric):
         """
         if self._eps is None:
             self.prepare(fixed, deformed)
-        self._count(fixed)
-        t = lambda name: self._tmp(fixed, 'lncc_' + name)   # noqa: E731
-        n, sI, sJ, A, B, C, u, v, w = (t(k) for k in ('n', 'sI', 'sJ', 'A', 'B', 'C', 'u', 'v', 'w'))
+        n = self._count(fixed)
         Ibar, Ac = self._fixed_stats(fixed)                # the fixed image's: mean, centred A
+        # four scratch images and the box filters' (borrowed for this call);
+        # ``force`` is scratch too until its final value is written
+        X1, X2, X3, X4, bt = self._borrow(fixed, 5)
+        box = lambda im: self._box(im, im, bt)            # noqa: E731  (in place)
         vol = fixed.grid().voxelVol()
-        self._box(sJ, deformed)
-        ca.Sqr(w, deformed)
-        self._box(B, w)
-        ca.Mul(w, fixed, deformed)
-        self._box(C, w)
-        # centred sums: B -= sJ^2/n, C -= sI sJ/n = Ibar sJ  (v = sJ/n = J mean);
+        self._box(X1, deformed, bt)                    # X1 = sJ = Box(J)
+        ca.Sqr(force, deformed)
+        self._box(X2, force, bt)                       # X2 = B = Box(J^2)
+        ca.Mul(force, fixed, deformed)
+        self._box(X3, force, bt)                       # X3 = C = Box(I J)
+        # centred sums: B -= sJ^2/n, C -= sI sJ/n = Ibar sJ  (X4 = sJ/n = J mean);
         # fused operators (Sub_Mul_I: a -= b c, ...): one pass each
-        ca.Div(v, sJ, n)
-        ca.Sub_Mul_I(B, v, sJ)
-        ca.Sub_Mul_I(C, Ibar, sJ)
-        ca.AddC_I(B, self._eps)                        # D = B + eps
+        ca.Div(X4, X1, n)
+        ca.Sub_Mul_I(X2, X4, X1)
+        ca.Sub_Mul_I(X3, Ibar, X1)
+        ca.AddC_I(X2, self._eps)                       # X2 = D = B + eps
         # energy: sum_w (A - C^2/D) / n
-        ca.Div(A, C, B)                                # A <- C/D
-        ca.Mul(w, A, C)                                # w <- C^2/D
-        ca.SubDiv(sI, Ac, w, n)                        # sI <- (A - C^2/D) / n
-        e = ca.Sum(sI) * vol
+        ca.Div(X1, X3, X2)                             # X1 = C/D
+        ca.Mul(X2, X1, X3)                             # X2 = C^2/D
+        ca.SubDiv(X2, Ac, X2, n)                       # X2 = (A - C^2/D) / n
+        e = ca.Sum(X2) * vol
         # force(x) = I Box(g) - Box(g Ibar) - J Box(g2) + Box(g2 Jbar),
         # g = C / (D n), g2 = C^2 / (D^2 n)
-        ca.Div(sI, A, n)                               # sI <- g
-        ca.Mul(sJ, A, sI)                              # sJ <- g2 = (C/D) g
-        ca.Mul(u, Ibar, sI)                            # u <- g Ibar
-        ca.Mul_I(v, sJ)                                # v <- g2 Jbar
-        self._box(sI, sI)
-        self._box(sJ, sJ)
-        self._box(u, u)
-        self._box(v, v)
-        ca.MulSub(force, fixed, sI, u)                 # I Box(g) - Box(g Ibar)
-        ca.Sub_Mul_I(force, deformed, sJ)              # - J Box(g2)
-        ca.Add_I(force, v)                             # + Box(g2 Jbar)
+        ca.Div(X2, X1, n)                              # X2 = g
+        ca.Mul(X3, X1, X2)                             # X3 = g2 = (C/D) g
+        ca.Mul(X1, Ibar, X2)                           # X1 = g Ibar
+        ca.Mul_I(X4, X3)                               # X4 = g2 Jbar
+        for im in (X2, X3, X1, X4):
+            box(im)
+        ca.MulSub(force, fixed, X2, X1)                # I Box(g) - Box(g Ibar)
+        ca.Sub_Mul_I(force, deformed, X3)              # - J Box(g2)
+        ca.Add_I(force, X4)                            # + Box(g2 Jbar)
+        if self._ncc is not None:                      # robust LNCC: + w E_ncc, + w its force
+            e += self.global_weight * self._ncc.evaluate(fixed, deformed, X1)
+            ca.Add_MulC_I(force, X1, self.global_weight)
         return e
 
     def _fixed_stats(self, fixed):
@@ -350,10 +442,11 @@ class LNCC(Metric):
         bufs = getattr(self, '_fixed_bufs', (None, None))
         if getattr(self, '_fixed_key', None) == key and bufs[0] is Ibar and bufs[1] is Ac:
             return Ibar, Ac
-        n, w = self._n, self._tmp(fixed, 'lncc_w')
-        self._box(Ibar, fixed)                          # Box(I)
+        n = self._n
+        w, bt = self._borrow(fixed, 2)
+        self._box(Ibar, fixed, bt)                      # Box(I)
         ca.Sqr(w, fixed)
-        self._box(Ac, w)                                # Box(I^2)
+        self._box(Ac, w, bt)                            # Box(I^2)
         ca.Div(w, Ibar, n)                              # the mean, Box(I)/n
         ca.Mul_I(Ibar, w)
         ca.Sub_I(Ac, Ibar)                              # A = Box(I^2) - mean Box(I)
@@ -432,17 +525,221 @@ class MI(Metric):
         return -self._scale * vol * mi
 
 
+def flat_fraction(im, radius=2, tol=1e-3, scratch=None):
+    """The fraction of an image's foreground that lies in flat windows: what
+    ``auto`` measures (module notes). A voxel is foreground above the
+    image's minimum plus 5 % of its range (the background of a scan, a mask
+    or a label map is its minimum), and flat where the variance of its
+    (2r+1)^d window (``PyCA.Core.BoxFilter``, truncated at the border) is
+    below ``tol`` times the image's variance. LNCC gives no force in such a
+    window (module notes). Computed once per level on a host copy (not in
+    the registration's iterations).
+
+    Args:
+        im (Image3D): the image, any memory type.
+        radius (int): the window's half-width in voxels; default 2.
+        tol (float): the flatness threshold, relative to the image's variance; default 1e-3.
+        scratch (sequence of Image3D, optional): five host images of the image's grid to
+            overwrite (an LNCC's buffers: no new memory); default None (made here).
+
+    Returns:
+        float: in [0, 1]; 0 for a constant image.
+    """
+    grid = im.grid()
+    if im.memType() != ca.MEM_HOST:
+        h = ca.Image3D(grid, ca.MEM_HOST)
+        ca.Copy(h, im)
+        im = h
+    mean, var, lo, hi = _stats(im)
+    if not (hi > lo and var > 0.0):
+        return 0.0
+    s = grid.size()
+    rad = ca.Vec3Di(radius if s.x > 1 else 0, radius if s.y > 1 else 0, radius if s.z > 1 else 0)
+    if scratch is None:
+        scratch = [ca.Image3D(grid, ca.MEM_HOST) for _ in range(5)]
+    tmp, sq, n, m1, m2 = scratch
+    ca.SetMem(sq, 1.0)
+    ca.BoxFilter(n, sq, rad, ca.BC_APPROX, tmp)        # the window's voxel count
+    ca.BoxFilter(m1, im, rad, ca.BC_APPROX, tmp)
+    ca.Sqr(sq, im)
+    ca.BoxFilter(m2, sq, rad, ca.BC_APPROX, tmp)
+    ca.Div(sq, m1, n)                                  # the window mean
+    ca.Div(m1, m2, n)                                  # the window mean of squares
+    ca.Sqr_I(sq)
+    ca.Sub(m2, m1, sq)                                 # the window variance
+    a = im.asnp().ravel()
+    v = m2.asnp().ravel()
+    fg = a > lo + 0.05 * (hi - lo)
+    nfg = int(fg.sum())
+    if nfg == 0:
+        return 0.0
+    return float(((v < tol * var) & fg).sum()) / nfg
+
+
+class Auto(Metric):
+    """The default metric: LNCC, or the robust LNCC where the data are
+    piecewise constant, chosen from the data at each level (module notes).
+
+    Args:
+        radius (int): the LNCC boxes' half-width in voxels; default 2; 1 to 2^20.
+        global_weight (float): the robust LNCC's global NCC weight; default
+            ``AUTO_GLOBAL_WEIGHT`` (1).
+        threshold (float): the ``flat_fraction`` above which the robust LNCC is chosen; default
+            ``AUTO_FLAT_FRACTION`` (0.25).
+
+    Attributes:
+        chosen (str or None): 'lncc' or 'robust lncc' (after ``prepare``).
+        flat (float or None): the larger ``flat_fraction`` of the two images (after ``prepare``).
+
+    Raises:
+        ConfigError: ``radius`` is not a whole number from 1 to 2^20, or ``global_weight`` is
+            negative or not finite.
+    """
+    name = 'auto'
+
+    def __init__(self, radius=2, global_weight=AUTO_GLOBAL_WEIGHT, threshold=AUTO_FLAT_FRACTION):
+        Metric.__init__(self)
+        # one LNCC (one set of buffers) whose global term is switched on or off per level
+        self.global_weight = LNCC(radius, global_weight).global_weight     # checks both
+        self._lncc = LNCC(radius, self.global_weight if self.global_weight > 0 else 1.0)
+        self._global = self._lncc._ncc
+        self.radius, self.threshold = self._lncc.radius, float(threshold)
+        self._ready, self.chosen, self.flat = False, None, None
+
+    def describe(self):
+        """The metric, its parameters and its choice, for summaries.
+
+        Returns:
+            dict: ``{'metric': 'auto', 'lncc_radius': radius, 'chosen': ..., 'flat_fraction': ...}``.
+        """
+        d = {'metric': self.name, 'lncc_radius': self.radius}
+        if self.chosen is not None:
+            d['chosen'] = self.chosen
+            d['flat_fraction'] = round(self.flat, 4)
+            if self.chosen == 'robust lncc':
+                d['global_weight'] = self.global_weight
+        return d
+
+    def prepare(self, fixed, moving):
+        """Measures ``flat_fraction`` of both images, chooses LNCC or the robust LNCC, prepares it.
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            moving (Image3D): the moving image (of the current level).
+
+        Returns:
+            the metric itself.
+
+        Raises:
+            ValueError: a constant image (the metric is undefined for it).
+        """
+        _check_not_constant(fixed, 'auto', 'fixed')
+        _check_not_constant(moving, 'auto', 'moving')
+        r = self.radius
+        scratch = None
+        if fixed.memType() == ca.MEM_HOST and moving.memType() == ca.MEM_HOST:
+            # scratch for this call (borrowed: the LNCC's evaluations use the same pools)
+            scratch = self._borrow(fixed, 5)
+        self.flat = max(flat_fraction(fixed, r, scratch=scratch), flat_fraction(moving, r, scratch=scratch))
+        robust = self.flat > self.threshold and self.global_weight > 0
+        self._lncc._ncc = self._global if robust else None
+        self._lncc.global_weight = self.global_weight if robust else 0.0
+        self.chosen = 'robust lncc' if robust else 'lncc'
+        self._lncc.prepare(fixed, moving)
+        self._ready = True
+        return self
+
+    def evaluate(self, fixed, deformed, force):
+        """The chosen metric's energy and force (prepares itself on first use).
+
+        Args:
+            fixed (Image3D): the fixed image (of the current level).
+            deformed (Image3D): the moving image deformed onto the fixed grid.
+            force (Image3D): output, on the fixed grid: -1/2 dE/d deformed / voxelVol.
+
+        Returns:
+            float: the energy E (SSD units: intensity^2 x volume).
+        """
+        if not self._ready:
+            self.prepare(fixed, deformed)
+        return self._lncc.evaluate(fixed, deformed, force)
+
+
+#: a run "barely fell" (``mismatch_warnings``) when both its mismatch ratio and its
+#: global-NCC ratio stay above this
+BARELY_FELL_RATIO = 0.75
+
+
+def ncc_ratio(fixed, moving, deformed):
+    """The global NCC energy (the SSD left after the best global linear
+    intensity map, module notes) of (fixed, deformed) over that of (fixed,
+    moving): the mismatch ratio with global gain and offset differences
+    removed; NaN where it is undefined (a constant image, a zero initial
+    energy).
+
+    Args:
+        fixed (Image3D): the fixed image.
+        moving (Image3D): the moving image on the fixed grid (before the registration).
+        deformed (Image3D): the moving image deformed onto the fixed grid.
+
+    Returns:
+        float: final / initial global NCC energy.
+    """
+    m = NCC()
+    try:
+        m.prepare(fixed, moving)
+    except ValueError:
+        return float('nan')
+    e0 = m.energy(fixed, moving)
+    e1 = m.energy(fixed, deformed)
+    return e1 / e0 if e0 > 0 else float('nan')
+
+
+def mismatch_warnings(mismatch_ratio, ncc_ratio_value=None, threshold=BARELY_FELL_RATIO):
+    """The warnings of a registration whose mismatch barely fell (none when it fell).
+
+    A run barely fell when the mismatch ratio (final / initial mean squared
+    difference, PyCA.Apps.outputs) AND the global-NCC ratio (``ncc_ratio``:
+    the same after the best global linear intensity map, which discounts a
+    global gain or offset and much of a contrast change) both stay above
+    ``threshold`` (0.75: fell by less than a quarter). Either alone would
+    mislead: a T2-like moving image on a T1 fixed one keeps an MSD ratio of
+    0.99 when the registration works (its NCC ratio falls to 0.6), and LNCC's
+    own energy falls by half on the circle -> C pair while the images stay
+    apart (MSD ratio 0.83 - 0.88, NCC ratio 0.86 - 0.90). Measured on the
+    MNI demo pairs at 2 mm, the successful runs: MSD ratio 0.015 - 0.50
+    (T1, rescanned T1), NCC ratio 0.6 (T2-like, MI).
+
+    Args:
+        mismatch_ratio (float): final / initial mean squared difference.
+        ncc_ratio_value (float, optional): ``ncc_ratio`` of the run; default None (not used).
+        threshold (float): default ``BARELY_FELL_RATIO`` (0.75).
+
+    Returns:
+        list of str: empty, or one sentence.
+    """
+    ratios = [r for r in (mismatch_ratio, ncc_ratio_value)
+              if r is not None and isinstance(r, (int, float)) and not math.isnan(r)]
+    if not ratios or min(ratios) <= threshold:
+        return []
+    return ['the mismatch barely fell: final / initial mean squared difference %.3g%s (above %g): '
+            'the registration has not matched the images; check the pair, the metric and the '
+            'schedule (more iterations, a coarser first scale)'
+            % (mismatch_ratio, '' if ncc_ratio_value is None or math.isnan(ncc_ratio_value)
+               else ', after the best global linear intensity map %.3g' % ncc_ratio_value, threshold)]
+
+
 def make_metric(metric='ssd', lncc_radius=2, mi_bins=32):
     """The Metric object for a name (``METRICS``) or a Metric itself.
 
     Args:
-        metric (str or Metric): 'ssd' (default), 'ncc', 'lncc' or 'mi' (``METRICS``), or a Metric
-            object (returned as is).
-        lncc_radius (int): the box radius of 'lncc' in voxels; default 2.
+        metric (str or Metric): 'ssd' (default), 'ncc', 'lncc', 'mi' or 'auto' (``METRICS``), or a
+            Metric object (returned as is).
+        lncc_radius (int): the box radius of 'lncc' and 'auto' in voxels; default 2.
         mi_bins (int): the bins of 'mi'; default 32.
 
     Returns:
-        Metric: a new SSD, NCC, LNCC or MI object (or ``metric`` itself).
+        Metric: a new SSD, NCC, LNCC, MI or Auto object (or ``metric`` itself).
 
     Raises:
         ConfigError: an unknown name, or a radius/bins out of range.
@@ -453,6 +750,8 @@ def make_metric(metric='ssd', lncc_radius=2, mi_bins=32):
     if isinstance(metric, Metric):
         return metric
     name = str(metric).lower() if isinstance(metric, str) else None
+    if name == 'auto':
+        return Auto(lncc_radius)
     if name == 'ssd':
         return SSD()
     if name == 'ncc':

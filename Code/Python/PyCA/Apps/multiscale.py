@@ -24,8 +24,9 @@ import PyCA.Core as ca
 
 from ._common import (RegistrationResult, ConfigError, Progress, Timer, check_pair, compute_mem_type,
                       ensure_thread_memory_manager, fft_size, make_multiscale, make_resampler,
-                      on_mem, padded_run)
+                      on_mem, padded_run, release_unused_scratch)
 from .metrics import make_metric
+from .memory import check_memory
 
 __all__ = ['Level', 'History', 'Method', 'register_levels', 'used_spacings', 'min_spacing', 'max_voxel_disp',
            'check_warm_field', 'check_single_level']
@@ -302,6 +303,7 @@ def register_levels(cls, register, fixed, moving, config=None, quiet=False, para
     cfg = cls.adjust(cfg, params or {}, extra or {})
     mType = compute_mem_type(cfg['device'], fixed)
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
+    check_memory(cls, cfg, fixed.grid(), mType)    # predicted peak vs max_memory, before any work
     timer = Timer()
     grid0 = fixed.grid().copy()
     sm, facs = make_multiscale(grid0, cfg['scales'])
@@ -326,9 +328,12 @@ def register_levels(cls, register, fixed, moving, config=None, quiet=False, para
                 method.start(level)
             else:
                 method.upsample(level, resampler)
+            release_unused_scratch()         # the resampler's full-resolution scratch
             method.run(level, history)
     fields = method.result(fixed_m, moving_m)
     fields.setdefault('config', cfg)
+    # the metric as it ran (``auto``: its choice at the finest level)
+    fields['config'] = dict(fields['config'], metric_used=metric.describe())
     return RegistrationResult(
         method=cls.name, energy=history.energy, energy_terms=history.terms,
         scale_of_iter=history.scale_of_iter, iterations=len(history.energy), seconds=timer(),

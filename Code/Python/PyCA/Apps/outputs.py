@@ -31,7 +31,8 @@ folder first, moved into ``outdir`` when every one was written
                     Jacobian determinant and the energy curve
 ``summary.json``    the key numbers (``SUMMARY_KEYS`` and ``extra``; where
                     ``hinv.nii.gz`` is written, also ``hinv_jacdet_min`` and
-                    ``hinv_folded_voxels``, its det J checked as h's is)
+                    ``hinv_folded_voxels``, its det J checked as h's is;
+                    ``memory``: the predicted and measured peak memory)
 =================== ==========================================================
 
 The mismatch is the mean squared intensity difference with the fixed image
@@ -39,6 +40,10 @@ The mismatch is the mean squared intensity difference with the fixed image
 moving, final = deformed; ``mismatch_ratio`` = final / initial. It is
 measured so whatever the registration's similarity ``metric`` (named in the
 summary, ``metric``; the energy curve is that metric's energy).
+``ncc_ratio`` is the same ratio after the best global linear intensity map
+(PyCA.Apps.metrics.ncc_ratio); ``warnings`` lists what the user should know:
+"the mismatch barely fell" when both ratios stay above 0.75
+(PyCA.Apps.metrics.mismatch_warnings), empty otherwise.
 """
 import math
 import numbers
@@ -49,6 +54,7 @@ import numpy as np
 import PyCA.Core as ca
 from PyCA.Common import SaveITKImage, SaveITKField, GetDirection
 
+from .memory import memory_summary
 from .figures import fmt, planes, plane_axes, plane_coords, plane_extent, plane_slice
 from .transform import displacement_field, grid_record, resample_through, write_transform_files
 
@@ -533,8 +539,10 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
     summary = dict(
         method=result.method,
         metric=str(cfg.get('metric', 'ssd')),
-        metric_params={k: cfg[k] for k in ('lncc_radius', 'mi_bins')
-                       if k in cfg and cfg.get('metric') == {'lncc_radius': 'lncc', 'mi_bins': 'mi'}[k]},
+        metric_params=({k: v for k, v in cfg['metric_used'].items() if k != 'metric'}
+                       if isinstance(cfg.get('metric_used'), dict) else
+                       {k: cfg[k] for k in ('lncc_radius', 'mi_bins')
+                        if k in cfg and cfg.get('metric') == {'lncc_radius': 'lncc', 'mi_bins': 'mi'}[k]}),
         initial_mismatch=m0,
         final_mismatch=m1,
         mismatch_ratio=(m1 / m0) if m0 > 0 else (0.0 if m1 == 0 else float('inf')),
@@ -546,6 +554,9 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         total_seconds=float(result.seconds),
         device=str(result.device),
         threads=thread_count(),
+        # predicted peak memory (PyCA.Apps.memory) beside the measured peaks: ru_maxrss of the
+        # process so far, and the GPU's where a device run sampled it (else None)
+        memory=memory_summary(result),
         grid=grid_record(fixed.grid(), direction=False),
         direction=list(direction) if direction is not None else None,
         hfield_units='voxel indices (x, y, z) of the moving image resampled on the fixed grid',
@@ -557,6 +568,11 @@ def _write_outputs(stage, result, fixed, moving, extra, mask, title, moving_spac
         mismatch_images=('as registered (preprocessed; deformed.nii.gz is the original moving '
                          'image through warp.nii.gz)' if original is not None else 'as registered'),
     )
+    # a run whose mismatch barely fell says so (PyCA.Apps.metrics.mismatch_warnings): the
+    # mismatch ratio after the best global linear intensity map, and the warnings (a list)
+    from .metrics import ncc_ratio, mismatch_warnings
+    summary['ncc_ratio'] = ncc_ratio(fixed_h, moving_h, deformed)
+    summary['warnings'] = mismatch_warnings(summary['mismatch_ratio'], summary['ncc_ratio'])
     if hinv_fold is not None:
         summary['hinv_jacdet_min'], _, summary['hinv_folded_voxels'] = hinv_fold
     if mask_h is not None:

@@ -4,7 +4,7 @@
         [--method lddmm|greedy|elastic] [--device cpu|gpu|auto]
         [--scales 4,2,1] [--iters 30,20,10] [--config file.yaml] [--set KEY=VALUE ...]
         [--affine [--affine-metric mattes|correlation]] [--mask MASK]
-        [--no-normalize] [--quiet]
+        [--no-normalize] [--max-memory SIZE] [--quiet]
 
 Loads the pair with PyCA.Apps.io.load_pair (the moving image resampled onto
 the fixed grid through world coordinates; ``--affine`` pre-aligns it), runs
@@ -80,6 +80,9 @@ def build_parser():
                    help='keep the intensities (default: map the 0.5..99.5th percentiles to [0, 1])')
     add_preparation_args(p, 'both images', "the moving image's histogram to the fixed image's",
                          BIAS_CORRECT_DEFAULT, MATCH_HISTOGRAM_DEFAULT)
+    p.add_argument('--max-memory', default=None, metavar='SIZE',
+                   help="refuse a job whose predicted peak memory is above SIZE (bytes, or 8G, 512M; "
+                        "0: no check; default: the memory available, the GPU's on --device gpu)")
     p.add_argument('--quiet', action='store_true', help='no progress bar, only the final numbers')
     return p
 
@@ -108,6 +111,8 @@ def _overrides(args, defaults):
         if key not in defaults:
             raise UsageError('%s does not apply to --method %s' % (opt, args.method))
         out[key] = parse_value(text) if key != 'metric' else text
+    if getattr(args, 'max_memory', None) is not None and 'max_memory' in defaults:
+        out['max_memory'] = args.max_memory
     for opt, text, keys in (('--scales', args.scales, ('scales', 'scale_factors')),
                             ('--iters', args.iters, ('iters', 'num_iters', 'niters', 'iterations'))):
         if text is None:
@@ -291,6 +296,8 @@ def _main(argv=None):
         sys.stderr.write('%s: warning: the inverse (hinv.nii.gz) folds at %d voxels (det J <= 0, min %s): '
                          'it is not an accurate inverse there\n'
                          % (PROG, summary['hinv_folded_voxels'], num(summary['hinv_jacdet_min'])))
+    for w in summary.get('warnings') or ():   # e.g. the mismatch barely fell (PyCA.Apps.metrics)
+        sys.stderr.write('%s: warning: %s\n' % (PROG, w))
     print('  summary: %s' % files.get('summary_json', os.path.join(args.out, 'summary.json')))
     print('  picture: %s' % files.get('summary_png', os.path.join(args.out, 'summary.png')))
     sys.stdout.flush()

@@ -139,14 +139,16 @@ def multiscale(scales, iters):
             'iters': Param(list(iters), non_negative, per_scale=True)}
 
 
-def metric(name='lncc', lncc_radius=2, mi_bins=32):
-    """The similarity metric (PyCA.Apps.metrics): ``metric``, ``lncc_radius``
-    (window radius in voxels of each level), ``mi_bins`` (histogram bins);
-    checked by :func:`~PyCA.Apps.metrics.make_metric` (one place, the
-    driver's).
+def metric(name='auto', lncc_radius=2, mi_bins=32):
+    """The similarity metric (PyCA.Apps.metrics): ``metric`` ('auto', 'lncc',
+    'ssd', 'ncc' or 'mi'; 'auto' is LNCC, or LNCC plus global NCC where
+    either image is piecewise constant -- chosen from the data), ``lncc_radius``
+    (window radius in voxels of each level, of 'lncc' and 'auto'), ``mi_bins``
+    (histogram bins); checked by :func:`~PyCA.Apps.metrics.make_metric` (one
+    place, the driver's).
 
     Args:
-        name (str): the default metric; default 'lncc'.
+        name (str): the default metric; default 'auto'.
         lncc_radius (int): default window radius; default 2.
         mi_bins (int): default bins; default 32.
 
@@ -176,9 +178,17 @@ def kernel(alpha, beta, gamma, **extra):
     return out
 
 
+def _max_memory(key, value):
+    from .memory import parse_bytes
+    parse_bytes(value, key)
+
+
 def device(default='auto'):
     """Where the method computes: ``device`` ('auto', 'cpu' or 'gpu';
-    checked by :func:`~PyCA.Apps._common.compute_mem_type`).
+    checked by :func:`~PyCA.Apps._common.compute_mem_type`), and
+    ``max_memory``, the most memory the job may need (PyCA.Apps.memory: None =
+    what the machine or the GPU has available, a size in bytes or '8G', 0 =
+    no check; a job predicted above it is refused before any work).
 
     Args:
         default (str): default 'auto'.
@@ -186,7 +196,7 @@ def device(default='auto'):
     Returns:
         dict of str to Param.
     """
-    return {'device': Param(default)}
+    return {'device': Param(default), 'max_memory': Param(None, _max_memory)}
 
 
 def step_control(step_check=non_negative, **params):
