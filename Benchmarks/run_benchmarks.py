@@ -45,16 +45,24 @@ Rows:
     PyCA.Apps.lddmm (shoot + energy + adjoint gradient) on the CPU, and its
     profile ("->" lines: the share of the iteration's time in FFTs, in
     interpolation, in splatting and in the rest, from wrappers timing every
-    PyCA.Core call and the FluidKernelFFT methods); "demo pair vs ANTs SyN",
-    the demo's problem (MNI 2 mm + the phantom warp) in three pairs: clean,
-    rescanned t1 (bias field, gamma, noise) and T2-like t2
-    (make_phantom_pair(rescan=...)), registered by our LDDMM and greedy
-    (defaults; for t2 also metric='mi') beside
-    ants.registration(type_of_transform='SyN') (defaults, same thread count),
-    each with wall time, the error of the recovered H-field against the
-    known one (mean, p95 mm), min det J and folded voxels (det J <= 0), all
-    in the brain (mismatch ratio for the clean pair; antspyx optional:
-    without it the rows have no peer and say so); "busy machine: demo 4-mm
+    PyCA.Core call and the FluidKernelFFT methods); "peers"
+    (Benchmarks/peers.py), the demo's problem (MNI 2 mm + the phantom warp,
+    seed 7) in four pairs: clean, rescanned t1 (bias field, gamma, noise),
+    T2-like t2 (make_phantom_pair(rescan=...); every tool with its MI
+    option) and large deformation (max_disp_mm=24), registered by our LDDMM
+    and greedy (defaults) beside ANTs (antsRegistrationSyN[s] stages),
+    PICSL Greedy (WNCC 2x2x2 -sv -n 100x50x10), elastix (default bspline
+    map) and NiftyReg (reg_f3d defaults), same thread count, each with wall
+    time, the error of the recovered H-field against the known one (mean,
+    p95 mm), min det J and folded voxels (det J <= 0), all in the brain,
+    and a check of the H-field conversion of each tool (peers optional:
+    a missing one skips its rows with a note; --peers-pairs or
+    PYCA_BENCH_PEERS_PAIRS picks pairs, PYCA_BENCH_PEERS_TOOLS tools; on
+    request only, --only peers: about half an hour); "memory" (on request,
+    --only memory: Benchmarks/memory_bench.py), the peak resident set, wall
+    time and error of LDDMM, greedy and ANTs SyN (antspyx defaults) on the
+    demo's pair at 1 mm, each in a process of its own, with PyCA.Apps.memory's
+    prediction beside ours; "busy machine: demo 4-mm
     LDDMM", the demo's 4-mm LDDMM in a fresh process while other processes
     keep every allowed CPU busy: the default (the adaptive team) and fixed
     teams (PYCA_ADAPTIVE_THREADS=0) beside OMP_NUM_THREADS=1, and on the
@@ -68,9 +76,10 @@ set_num_threads and SimpleITK's global default thread count; SciPy is serial.
 Rows whose operator, or whose peer (torch, SimpleITK, scipy), is missing are
 skipped with a note. --only SUBSTR runs the rows whose name contains SUBSTR
 (case-insensitive; e.g. ApplyH, Splat, GPU, alloc, Sum, ITKImage, metric, LNCC, MI,
-LDDMM, ANTs, busy).
+LDDMM, busy; on request only: peers, ANTs, elastix, NiftyReg, memory).
 
     ./run bench [--reps N] [--size 256] [--json bench-results.json] [--only SUBSTR]
+                [--peers-pairs clean,t1,t2,large]
 """
 import argparse
 import gc
@@ -1511,7 +1520,7 @@ def bench_metrics(rows, reps, only, nthreads):
 # ---------------------------------------------------------------------------
 
 LDDMM_ITER_LABEL = 'LDDMM iteration 128^3 (10 steps)'
-DEMO_ANTS_LABEL = 'demo pair vs ANTs SyN'
+MEMORY_LABEL = 'memory'
 
 #: Profile groups of the operators an LDDMM iteration calls (by PyCA.Core name;
 #: FluidKernelFFT methods are named 'FluidKernelFFT.<method>').
@@ -1773,223 +1782,39 @@ def bench_lddmm_gpu(rows, reps):
             ca.ThreadMemoryManager.destroy()
 
 
-def _ants_hfield(ants, fixed_ants, transforms, size, pad=32):
-    """The H-field (voxel indices of the moving image at each fixed voxel) of
-    an ANTs forward transform list: apply_transforms of the three index images
-    (value = voxel index along x, y or z of the moving grid, which is the
-    fixed grid here) onto the fixed grid. Linear interpolation reproduces a
-    linear function exactly, so no LPS/RAS or physical-coordinate conversion
-    enters: ANTs maps the points in its own conventions. The index images
-    extend ``pad`` voxels beyond the grid on every side (indices -pad ..
-    n - 1 + pad), so points the transform maps just outside the image still
-    get their coordinates; a point mapped farther out gets a value below
-    -pad - 1 (the default value -1e6 blended in)."""
-    D = np.asarray(fixed_ants.direction, np.float64).reshape(3, 3)
-    sp = np.asarray(fixed_ants.spacing, np.float64)
-    org = np.asarray(fixed_ants.origin, np.float64) - D.dot(pad * sp)
-    idx = np.indices(tuple(s + 2 * pad for s in size), dtype=np.float32) - np.float32(pad)
-    out = []
-    for d in range(3):
-        src = ants.from_numpy(np.ascontiguousarray(idx[d]), origin=tuple(org), spacing=tuple(sp),
-                              direction=D)
-        w = ants.apply_transforms(fixed_ants, src, transformlist=transforms, interpolator='linear',
-                                  defaultvalue=-1e6)
-        out.append(w.numpy())
-    return out
+PEERS_LABEL = 'peers'
+
+#: --only texts that select the peers group besides 'peers' itself (a tool's
+#: name selects that tool's rows: e.g. --only ANTs, --only elastix)
+PEERS_ONLY_TOOLS = {'ants': 'ants', 'picsl': 'picsl', 'elastix': 'elastix', 'niftyreg': 'niftyreg'}
 
 
-def _ants_check_translation(ants, fixed_ants, size, spacing):
-    """Verifies _ants_hfield on a known transform: a translation t (mm, ITK
-    physical space) maps fixed voxel i to moving voxel i + D^T t / spacing
-    (D: the direction matrix). Returns the max error in voxels."""
-    import tempfile
-    t = np.array([3.0, -5.0, 2.5])
-    tx = ants.create_ants_transform(transform_type='AffineTransform', dimension=3,
-                                    matrix=np.eye(3), translation=list(t))
-    with tempfile.TemporaryDirectory() as td:
-        p = os.path.join(td, 'shift.mat')
-        ants.write_transform(tx, p)
-        h = _ants_hfield(ants, fixed_ants, [p], size)
-    D = np.asarray(fixed_ants.direction, np.float64).reshape(3, 3)
-    want = D.T.dot(t) / np.asarray(spacing, np.float64)
-    idx = np.indices(tuple(size), dtype=np.float64)
-    sl = tuple(slice(4, s - 4) for s in size)
-    return max(float(np.abs(h[d][sl] - idx[d][sl] - want[d]).max()) for d in range(3))
-
-
-#: the demo pairs of the ANTs comparison: (label, make_phantom_pair's rescan,
-#: its max_disp_mm: None = the demo's 8 mm; 24 = ``./run demo --max-disp 24``)
-DEMO_PAIRS = (('clean', None, None), ('rescanned t1', 't1', None), ('T2-like t2', 't2', None),
-              ('large deformation (--max-disp 24)', None, 24.0))
-
-
-def _ants_syn(rows, ants, fixed, moving, g, size, inside, quality, label, check):
-    """ants.registration(type_of_transform='SyN') (defaults) of one pair:
-    (wall, quality, note), or None (with a warning) when it fails. check:
-    verify the H-field extraction on a known translation first."""
-    import tempfile
-    from PyCA.Common import SaveITKImage
+def bench_peers(rows, nthreads, only, pairs=None):
+    """The demo's four pairs (2 mm, seed 7: clean, rescanned t1, T2-like t2,
+    large deformation) registered by PyCA LDDMM and greedy (defaults) beside
+    ANTs (antsRegistrationSyN[s]), PICSL Greedy, elastix (bspline) and
+    NiftyReg (reg_f3d): error in the brain, min det J, folds, wall time
+    (Benchmarks/peers.py; it replaces the former "demo pair vs ANTs SyN"
+    rows). pairs: --peers-pairs (None: PYCA_BENCH_PEERS_PAIRS, else all)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     try:
-        cfg = getattr(ants, 'config', None)
-        if cfg is not None and hasattr(cfg, '_random_seed'):
-            cfg._random_seed = 1    # a fixed seed for the affine stage's sampling (threads kept)
-        with tempfile.TemporaryDirectory() as td:
-            pf, pm = os.path.join(td, 'fixed.nii.gz'), os.path.join(td, 'moving.nii.gz')
-            SaveITKImage(fixed, pf)
-            SaveITKImage(moving, pm)
-            fa, ma = ants.image_read(pf), ants.image_read(pm)
-            if tuple(fa.shape) != tuple(size):
-                raise RuntimeError('ANTs reads the image as %s, ours is %s' % (fa.shape, size))
-            chk = None
-            if check:
-                chk = _ants_check_translation(ants, fa, size, [float(s) for s in g.spacing()])
-                if chk > 1e-3:
-                    rows.warn('%s: the ANTs H-field extraction is off by %.3g voxel on a known '
-                              'translation' % (label, chk))
-            t0 = time.perf_counter()
-            reg = ants.registration(fa, ma, type_of_transform='SyN', outprefix=os.path.join(td, 'syn_'))
-            wall = time.perf_counter() - t0
-            comps = _ants_hfield(ants, fa, reg['fwdtransforms'], size)
-            nan = int(sum(np.count_nonzero(c < -33.0) for c in comps))
-            if nan:
-                rows.warn('%s: the ANTs transform maps %d voxel coordinates more than 32 voxels '
-                          'outside the image' % (label, nan))
-            h = ca.Field3D(g, ca.MEM_HOST)
-            for v, c in zip(h.asnp(), comps):
-                v[...] = c
-            warped = reg['warpedmovout'].numpy()
-            q = quality(h, warped)
-            # the H-field reproduces ANTs' own warped image (our ApplyH of the moving image)
-            mine = ca.Image3D(g, ca.MEM_HOST)
-            ca.ApplyH(mine, moving, h, ca.BACKGROUND_STRATEGY_PARTIAL_ZERO)
-            agree = float(np.abs(np.asarray(mine.asnp(), np.float64) - warped)[inside].max())
-            if agree > 1e-3:
-                rows.warn('%s: ApplyH(moving, ANTs H-field) differs from ANTs\' warped image by %.3g '
-                          'in the brain' % (label, agree))
-            q['hfield_vs_ants_warped_max_abs'] = agree
-            note = ('ANTs SyN (antspyx %s, defaults; its H-field from apply_transforms of index images%s, '
-                    'ApplyH(moving, H) matches its warped image to %.1e in the brain)'
-                    % (ants.__version__, ': exact on a known translation (%.1e voxel)' % chk
-                       if chk is not None else '', agree))
-            return wall, q, note
-    except Exception as e:  # a broken peer only skips its row
-        rows.warn('%s: ANTs SyN failed: %s' % (label, str(e).splitlines()[0] if str(e) else e))
-        return None
+        import peers
+    finally:
+        sys.path.pop(0)
+    tools = None
+    key = (only or '').lower()
+    if key and key not in PEERS_LABEL:
+        tools = ','.join(t for k, t in PEERS_ONLY_TOOLS.items() if key in k)
+    peers.bench_peers(rows, nthreads, pairs=pairs, tools=tools)
 
 
-def bench_demo_vs_ants(rows, nthreads, spacing_mm=2.0):
-    """The demo's problem (MNI template at 2 mm, moving = the phantom warp,
-    seed 0) in four versions (DEMO_PAIRS: clean; rescanned, 't1': bias
-    field, gamma, noise; 't2': T2-like contrast, then rescanned; the clean
-    pair of a phantom of up to 24 mm, ``--max-disp 24``), each
-    registered by our greedy and LDDMM (their defaults; for the t2 pair also
-    with metric='mi') and by ants.registration(type_of_transform='SyN') (its
-    defaults: affine stage then SyN, Mattes MI, 40 x 20 x 0 iterations),
-    each: wall time, the error of the recovered H-field against h_true in
-    the brain (mean, p95 mm), min Jacobian determinant and folded voxels
-    (det J <= 0) of the H-field in the brain (and, for the clean pair, final
-    / initial mean squared difference in the brain)."""
-    try:
-        from PyCA.Apps import register
-        from PyCA.Apps.demo import make_phantom_pair
-        from PyCA.Apps.phantom import deformation_error
-    except ImportError as e:
-        print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
-        return
-
-    os.environ['ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS'] = str(nthreads)
-    ants, ants_missing = None, ''
-    try:
-        import ants
-    except Exception as e:
-        ants_missing = 'ANTs SyN peer skipped: cannot import ants (pip install antspyx): %s' % e
-        print('(%s)' % ants_missing, flush=True)
-    names = {'greedy': 'PyCA greedy', 'lddmm': 'PyCA LDDMM'}
-    checked = False
-    for pair_label, rescan, max_disp in DEMO_PAIRS:
-        try:
-            pkw = {} if max_disp is None else {'max_disp_mm': max_disp}
-            fixed, moving, mask, h_true, pinfo = make_phantom_pair(spacing_mm, rescan=rescan, **pkw)
-        except ImportError as e:  # nilearn
-            print('(%s skipped: %s)' % (DEMO_ANTS_LABEL, e), flush=True)
-            return
-        g = fixed.grid()
-        size = [int(v) for v in g.size()]
-        inside = np.array(mask.asnp()) > 0.5
-        F = np.array(fixed.asnp(), np.float64)
-        msd0 = float(np.mean((np.array(moving.asnp(), np.float64)[inside] - F[inside]) ** 2))
-        ri = pinfo.get('rescan') or {}
-        if rescan is None:
-            what = 'moving = the warped template'
-        else:
-            what = ('moving = the warped %s, rescanned (bias +-%.0f %%, gamma %.2f, noise sd %.2f)'
-                    % ('template' if rescan == 't1' else 'T2-like image', 100 * ri.get('bias', 0.0),
-                       ri.get('gamma', 0.0), ri.get('noise_sd', 0.0)))
-        common = ('%s pair: MNI %g mm %s, phantom seed 0 (max %.0f mm, mean %.1f mm in the brain), %s; '
-                  '%d threads; quality in the brain mask'
-                  % (pair_label, spacing_mm, 'x'.join(map(str, size)), pinfo['disp_brain_max_mm'],
-                     pinfo['disp_brain_mean_mm'], what, nthreads))
-
-        def quality(h, deformed_arr):
-            jac = ca.Image3D(g, ca.MEM_HOST)
-            ca.JacDetHVoxel(jac, h)  # voxel units: the volume ratio
-            j = np.array(jac.asnp())
-            err = deformation_error(h, h_true, mask)
-            msd = float(np.mean((np.asarray(deformed_arr, np.float64)[inside] - F[inside]) ** 2))
-            return dict(mismatch_ratio=msd / msd0, err_mean_mm=err['mean_mm'], err_p95_mm=err['p95_mm'],
-                        err_max_mm=err['max_mm'],
-                        jacdet_min_brain=float(j[inside].min()),
-                        folded_voxels_brain=int(np.count_nonzero(j[inside] <= 0)),
-                        jacdet_min=float(j.min()), folded_voxels=int(np.count_nonzero(j <= 0)))
-
-        def qtext(wall, q):
-            return ('wall %.1f s, error mean %.2f / p95 %.2f mm, min det J %.3f, %d folded voxels (det J <= 0)%s'
-                    % (wall, q['err_mean_mm'], q['err_p95_mm'], q['jacdet_min_brain'],
-                       q['folded_voxels_brain'],
-                       ', mismatch %.3f' % q['mismatch_ratio'] if rescan is None else ''))
-
-        runs = [('lddmm', None), ('greedy', None)]
-        if rescan == 't2':
-            runs += [('lddmm', 'mi'), ('greedy', 'mi')]
-        results = []
-        for method, metric in runs:
-            kw = {} if metric is None else {'metric': metric}
-            t0 = time.perf_counter()
-            r = register(fixed, moving, method=method, quiet=True, device='cpu', **kw)
-            wall = time.perf_counter() - t0
-            used = (r.config or {}).get('metric', 'ssd') if metric is None else metric
-            results.append((method, metric, used, wall, quality(r.h, r.deformed.asnp()), r.iterations))
-            del r
-            if ca.ThreadMemoryManager.isInitialized():
-                ca.ThreadMemoryManager.destroy()
-
-        ants_res, ants_note = None, ants_missing
-        if ants is not None:
-            ants_res = _ants_syn(rows, ants, fixed, moving, g, size, inside, quality,
-                                 '%s (%s)' % (DEMO_ANTS_LABEL, pair_label), check=not checked)
-            checked = True
-            if ants_res:
-                ants_note = ants_res[2]
-        peer = (ants_res[0], ants_res[0]) if ants_res else None
-        for method, metric, used, wall, q, nit in results:
-            who = '%s (%s)' % (names[method], 'defaults' if metric is None else 'metric=%s' % metric)
-            note = 'ours: %s; metric %s, %d iterations' % (qtext(wall, q), used, nit)
-            if ants_res:
-                note += '; ANTs: %s' % qtext(ants_res[0], ants_res[1])
-            elif ants_note:
-                note += '; %s' % ants_note
-            row = rows.add('%s: %s, %s' % (DEMO_ANTS_LABEL, pair_label, who), '%gmm' % spacing_mm,
-                           (wall, wall), peer, 'ANTs SyN', note, common=common)
-            row['quality'] = q
-            row['pair'] = pair_label
-            if ants_res:
-                row['peer_quality'] = ants_res[1]
-        if ants_res:
-            row = rows.add('%s: %s, ANTs SyN alone' % (DEMO_ANTS_LABEL, pair_label), '%gmm' % spacing_mm,
-                           (ants_res[0], ants_res[0]), None, '-',
-                           '%s; %s' % (qtext(ants_res[0], ants_res[1]), ants_note), common=common)
-            row['quality'] = ants_res[1]
-            row['pair'] = pair_label
+def _want_peers(only):
+    # on request only (--only peers, or a tool's name): at the tools' recommended settings
+    # the group takes about half an hour on two cores (ANTs: minutes a pair)
+    if only is None:
+        return False
+    key = only.lower()
+    return key in PEERS_LABEL or any(key in k for k in PEERS_ONLY_TOOLS)
 
 
 BUSY_LABEL = 'busy machine: demo 4-mm LDDMM'
@@ -2075,13 +1900,21 @@ def bench_busy_machine(rows, nthreads, rounds=3):
              common='the idle machine; a fresh process per run, %d rounds interleaved, medians' % rounds)
 
 
-def bench_apps(rows, reps, only, nthreads):
+def bench_apps(rows, reps, only, nthreads, peers_pairs=None):
     def want(name):
         return only is None or only.lower() in name.lower()
     if want(LDDMM_ITER_LABEL):
         bench_lddmm_iteration(rows, reps, nthreads)
-    if want(DEMO_ANTS_LABEL):
-        bench_demo_vs_ants(rows, nthreads)
+    if _want_peers(only):
+        bench_peers(rows, nthreads, only, peers_pairs)
+    if only is not None and only.lower() == MEMORY_LABEL:
+        # peak memory at 1 mm (on request: about 6 minutes): Benchmarks/memory_bench.py
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        try:
+            import memory_bench
+        finally:
+            sys.path.pop(0)
+        memory_bench.bench_memory(rows, nthreads)
     if want(BUSY_LABEL):
         bench_busy_machine(rows, nthreads)
     if want('LDDMM GPU'):
@@ -2123,6 +1956,10 @@ def main():
     ap.add_argument('--only', default=None, help='run rows whose name contains this text')
     ap.add_argument('--fft-build-dir', default=os.environ.get('PYCA_BENCH_FFT_BUILD'),
                     help='a second build (e.g. -DPYCA_FFT=pocketfft) for the FFTW vs pocketfft row')
+    ap.add_argument('--peers-pairs', default=os.environ.get('PYCA_BENCH_PEERS_PAIRS'),
+                    help='peers group: the pairs to run, a comma list of clean,t1,t2,large (default all; '
+                         'env PYCA_BENCH_PEERS_PAIRS); PYCA_BENCH_PEERS_TOOLS picks tools '
+                         '(lddmm,greedy,ants,picsl,elastix,niftyreg)')
     args = ap.parse_args()
 
     nthreads = omp_threads()
@@ -2143,7 +1980,7 @@ def main():
     bench_io(rows, args.reps, args.only)
     bench_filters(rows, args.reps, args.only, nthreads)  # filters section
     bench_metrics(rows, args.reps, args.only, nthreads)  # similarity metrics section
-    bench_apps(rows, args.reps, args.only, nthreads)  # registration apps section
+    bench_apps(rows, args.reps, args.only, nthreads, args.peers_pairs)  # registration apps section
     if rows.warnings:
         print('%d WARNING(S):' % len(rows.warnings))
         for w in rows.warnings:
