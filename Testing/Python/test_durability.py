@@ -326,9 +326,16 @@ def _read_png(path):
         return ('png', np.asarray(im).copy(), im.mode)
 
 
+#: summary.json's measurements of the process that wrote it (PyCA.Apps.memory):
+#: they differ between two runs of the same variant
+PROCESS_MEASURED = ('peak_rss_bytes', 'device_peak_bytes')
+
+
 def _read_json(path, *bases):
     with open(path) as f:
         js = json.load(f)
+    if isinstance(js, dict) and isinstance(js.get('memory'), dict):
+        js['memory'] = {k: v for k, v in js['memory'].items() if k not in PROCESS_MEASURED}
     text = json.dumps(js, sort_keys=True)
     for base in bases:                          # the folder names in it
         text = text.replace(base, '<out>')
