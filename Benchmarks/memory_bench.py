@@ -31,15 +31,9 @@ HERE = os.path.abspath(__file__)
 
 
 def vm_hwm():
-    """The process's peak resident set in bytes (VmHWM), 0 where unknown."""
-    try:
-        with open('/proc/self/status') as f:
-            for line in f:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    """The process's peak resident set in bytes (PyCA.Apps.memory.peak_rss: VmHWM)."""
+    from PyCA.Apps.memory import peak_rss
+    return peak_rss()
 
 
 def vm_rss():

@@ -233,12 +233,10 @@ def ensure_thread_memory_manager(grid, mType, nPools=4):
             the apps call hold at most 3 at once; more are added on demand, and
             on the GPU every pool is device memory held for the whole run).
     """
+    if _pool_fits(grid, mType):
+        return
     tmm = ca.ThreadMemoryManager
     if tmm.isInitialized():
-        mm = tmm.instance()
-        g = mm.grid()
-        if mm.memType() == mType and g.nVox() >= grid.nVox():
-            return
         tmm.destroy()
     tmm.init(grid, mType, nPools)
 
