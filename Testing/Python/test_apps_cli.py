@@ -350,7 +350,7 @@ def test_cli_affine_and_the_package_function(data, tmp_path, capsys):
     assert rc == 0, cap.err
     s = json.load(open(out / 'summary.json'))
     assert s['inputs']['affine'] and os.path.isfile(out / 'affine.tfm')
-    assert s['config']['max_step'] == 0.4 and s['iterations'] == 3
+    assert s['config']['max_step'] in (0.4, [0.4]) and s['iterations'] == 3
     # importing the CLI module must not hide the function PyCA.Apps.register
     import PyCA.Apps as apps
     F, M, _ = load_pair(data['f2'], data['m2'])

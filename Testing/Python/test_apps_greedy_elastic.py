@@ -89,27 +89,32 @@ def test_recovers_known_deformation(method, dim, n):
     hx = to_np(r.h)
     ref = map_coordinates(mov, hx, order=1, mode='nearest')
     np.testing.assert_allclose(to_np(r.deformed), ref, atol=2e-4)
-    # (a) the mismatch on the full grid drops far below the initial one
+    # (a) the mismatch on the full grid drops far below the initial one (greedy's
+    # displacement smoothing, a regulariser, leaves more: measured 7.6 % in 3-D)
     final = ((to_np(r.deformed) - f) ** 2).sum()
     initial = ((mov - f) ** 2).sum()
-    assert final < 0.02 * initial
+    assert final < (0.1 if method == 'greedy' else 0.02) * initial
     # 2-D stays 2-D
     if dim == 2:
         np.testing.assert_array_equal(hx[2], 0.0)
 
 
-@pytest.mark.parametrize('method', sorted(METHODS))
-def test_energy_decreases_per_scale(method):
+@pytest.mark.parametrize('method,extra', [('elastic', {}), ('greedy', {'field_sigma': 0.0}),
+                                          ('greedy', {})])
+def test_energy_decreases_per_scale(method, extra):
     f, mov, _, _ = make_pair(2, 64)
     F, M = as_images(f, mov)
-    r = METHODS[method](F, M, quiet=True, **dict(SMALL[method], **FAST))
+    r = METHODS[method](F, M, quiet=True, **dict(SMALL[method], **FAST, **extra))
     e = np.asarray(r.energy)
     s = np.asarray(r.scale_of_iter)
     assert list(dict.fromkeys(s.tolist())) == [4, 2, 1]
+    smoothed = method == 'greedy' and 'field_sigma' not in extra
+    assert r.config.get('field_sigma_used', [0.0] * 3) == ([0.75] * 3 if smoothed else [0.0] * 3)
     for fac in (4, 2, 1):
         es = e[s == fac]
         assert es[-1] < 0.5 * es[0], (fac, es[0], es[-1])
-        assert np.all(np.diff(es) <= 1e-6 * es[0]), (fac, es)   # undone steps: never up
+        if not smoothed:     # undone steps: never up (smoothed steps are all kept)
+            assert np.all(np.diff(es) <= 1e-6 * es[0]), (fac, es)
     parts = r.energy_terms
     np.testing.assert_allclose(np.add(parts['image'], parts['reg']), e, rtol=1e-6)
     if method == 'greedy':
@@ -158,7 +163,8 @@ def test_greedy_step_is_clipped_to_max_step():
     f, mov, _, X = make_pair(2, 64)
     F, M = as_images(f, mov)
     for step in (0.0, 1e6):
-        r = greedy_register(F, M, quiet=True, scales=[1], iters=1, step=step, max_step=0.3)
+        r = greedy_register(F, M, quiet=True, scales=[1], iters=1, step=step, max_step=0.3,
+                            field_sigma=0.0)
         d = max(np.abs(to_np(r.h)[i] - X[i]).max() for i in range(2))
         if step == 0.0:
             assert d == pytest.approx(0.3, abs=1e-3)     # normalised step
@@ -167,6 +173,31 @@ def test_greedy_step_is_clipped_to_max_step():
     # a tiny legacy multiplier moves less than the cap
     r = greedy_register(F, M, quiet=True, scales=[1], iters=1, step=1e-6, max_step=0.3)
     assert max(np.abs(to_np(r.h)[i] - X[i]).max() for i in range(2)) < 0.05
+
+
+@pytest.mark.parametrize('dim,sigma', [(2, 0.75), (3, 1.0)])
+def test_greedy_field_smoothing_is_a_gaussian_of_the_displacement(dim, sigma):
+    """One step with ``field_sigma``: h - x is SciPy's Gaussian (truncated at 4 sigma)
+    of the unsmoothed step's displacement, along the image's axes only (2-D stays 2-D)."""
+    from scipy.ndimage import gaussian_filter
+    f, mov, _, X = make_pair(dim, 64 if dim == 2 else 24)
+    F, M = as_images(f, mov)
+    kw = dict(quiet=True, scales=[1], iters=1, max_step=0.5, metric='ssd')
+    raw = greedy_register(F, M, field_sigma=0.0, **kw)
+    sm = greedy_register(F, M, field_sigma=sigma, **kw)
+    assert sm.config['field_sigma_used'] == [sigma]
+    axes = [i for i in range(3) if f.shape[i] > 1]
+    sig = [sigma if f.shape[i] > 1 else 0.0 for i in range(3)]
+    inner = interior(f.shape, b=int(np.ceil(4 * sigma)) + 1)
+    for i in range(3):
+        u = to_np(raw.h)[i] - X[i]
+        ref = gaussian_filter(u.astype(np.float64), sig, truncate=4.0, mode='nearest')
+        got = to_np(sm.h)[i] - X[i]
+        if i not in axes:
+            np.testing.assert_array_equal(got, 0.0)
+            continue
+        assert np.abs(u).max() > 0.1
+        np.testing.assert_allclose(got[inner], ref[inner], atol=2e-3 * np.abs(u).max())
 
 
 def test_elastic_mask_and_single_scale():
@@ -201,7 +232,7 @@ def test_config_dict_yaml_and_overrides(method, tmp_path):
     y = tmp_path / 'reg.yaml'
     y.write_text("scales: [1]\niters: 4\nmax-step: 0.25\n")
     r = fn(F, M, config=str(y), quiet=True)
-    assert r.iterations == 4 and r.config['max_step'] == 0.25
+    assert r.iterations == 4 and r.config['max_step'] in (0.25, [0.25])   # greedy: per scale
     r = fn(F, M, config=str(y), quiet=True, iters=2)            # keywords win
     assert r.iterations == 2
     r = fn(F, M, quiet=True, scales=[2], iters=[3, 1])          # factor 1 is added

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 import PyCA.Core as ca
 
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
-           'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of',
+           'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of', 'gaussian_filter_of',
            'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'release_unused_scratch',
            'scratch_field', 'scratch_image',
            'Progress', 'check_pair', 'mem_name', 'ConfigError']
@@ -366,6 +366,29 @@ def kernel_of(grid, mType, cfg):
     """
     return make_fluid_kernel(grid, mType, cfg['alpha'], cfg['beta'], cfg['gamma'], cfg.get('lpow', 1),
                              cfg.get('kernel_tol', 0.0))
+
+
+def gaussian_filter_of(grid, mType, sigma):
+    """A Gaussian filter (GaussianFilterCPU / GaussianFilterGPU) for images and
+    fields on ``grid``: standard deviation ``sigma`` voxels along every axis
+    of more than one voxel (none along a one-voxel axis: 2-D images stay 2-D),
+    kernel half-width ceil(4 sigma).
+
+    Args:
+        grid (GridInfo): the grid.
+        mType (MemoryType): MEM_DEVICE gives the GPU filter, anything else the CPU one.
+        sigma (float): the standard deviation in voxels (> 0).
+
+    Returns:
+        GaussianFilterCPU or GaussianFilterGPU.
+    """
+    filt = ca.GaussianFilterGPU() if mType == ca.MEM_DEVICE else ca.GaussianFilterCPU()
+    size = grid.size()
+    r = max(1, int(math.ceil(4.0 * float(sigma))))
+    on = [int(size[i]) > 1 for i in range(3)]
+    filt.updateParams(size, ca.Vec3Df(*[float(sigma) if o else 1e-3 for o in on]),
+                      ca.Vec3Di(*[r if o else 0 for o in on]))
+    return filt
 
 
 def make_resampler(grid, mType, gauss=True):

@@ -265,6 +265,11 @@ class GreedyAtlas(AtlasMethod):
 
     name = 'greedy'
     module = greedy
+    #: the legacy greedy fluid (no displacement smoothing, undone steps, steps of 0.5 voxel):
+    #: its warm-started registrations then never raise a subject's mismatch, so the atlas's
+    #: energy falls monotonically (the registration's defaults smooth the field and keep
+    #: every step)
+    register_defaults = {'field_sigma': 0.0, 'max_step': 0.5}
 
     def __init__(self, ctx, subjects, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state=None, history=None):
         super().__init__(ctx, subjects, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state, history)

@@ -22,8 +22,25 @@ update is scaled so that its largest component is ``max_step`` voxels of the
 current level (``step = 0``, the default: a normalised gradient step, which
 depends only on the shape of the kernel), or multiplied by ``step`` and then
 clipped to ``max_step`` voxels (``step > 0``, the legacy behaviour with a
-safeguard). An update that raises the energy is undone and the step halved
-(both modes), so the energy never increases within a level.
+safeguard). ``max_step`` may be one value per level (default 0.5, 0.5 and
+0.25 voxels: the finest level takes half steps).
+
+Displacement smoothing. After every update the displacement ``h - x`` is
+smoothed by a Gaussian of ``field_sigma`` voxels of the level (default 0.75;
+truncated at 4 sigma; none along a one-voxel axis), as diffeomorphic demons
+and PICSL Greedy (``-s 1.732vox 0.707vox``) do: the fluid kernel K smooths
+each update, the Gaussian the accumulated field, an elastic-like regulariser
+that keeps the deformation from chasing noise and interpolation differences
+(measured on the demo's pairs: 0.73 -> 0.46 mm on the clean pair, 1.10 ->
+0.44 mm rescanned, with the schedule below). Its steps are all kept (the
+smoothing raises the mismatch by design, so the energy test below does not
+apply). Where the 'auto' metric finds the images piecewise constant (drawn
+shapes, masks: it chose the robust LNCC) the smoothing is off: such pairs
+need the large, unsmoothed deformations of the fluid flow alone (dipy's
+circle -> C: 1.7 % of the mismatch left without it, 38 % with it).
+``field_sigma = 0`` is the legacy greedy: an update that raises the energy is
+undone and the step halved (both step modes), so the energy never increases
+within a level. ``config['field_sigma_used']`` holds each level's value.
 
 Inverse. ``hinv`` (an H-field on the moving grid, ``hinv(h(x)) = x``)
 follows each accepted step to first order (ComposeVInvH) and is polished at
@@ -40,16 +57,18 @@ their force ``-1/2 dE/dIdef / voxelVol`` (``I0 - Idef`` for SSD) and are
 evaluated once per level on that level's images (``prepare``).
 
 Defaults were chosen on the MNI T1 template at 2 mm (99x117x95, intensities
-in [0, 1]) warped by smooth deformations of up to 8-16 mm: the final mismatch
-is 1-3 % of the initial one after the 90 iterations (about 3 s on one core).
+in [0, 1]) warped by smooth deformations of up to 8 mm (clean, rescanned and
+T2-like) and 24 mm, and checked on dipy's circle -> C shapes (2-D): 100, 80
+and 20 iterations (the coarse ones are cheap), about 2 s on two cores.
 """
+import copy
 from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import RegistrationResult, kernel_of
+from ._common import RegistrationResult, kernel_of, gaussian_filter_of
 from .multiscale import Method, register_levels, max_voxel_disp, check_single_level, check_warm_field
-from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, non_negative
+from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, non_negative, positive
 
 __all__ = ['DEFAULTS', 'SCHEMA', 'greedy_register']
 
@@ -57,9 +76,15 @@ __all__ = ['DEFAULTS', 'SCHEMA', 'greedy_register']
 #: (PyCA.Apps.schema) with greedy's defaults.
 SCHEMA = Schema(
     multiscale(scales=[4, 2, 1],    # down-sampling factors, coarse to fine
-               iters=[60, 40, 30]),  # iterations per scale (one int is used for every scale)
+               iters=[100, 80, 20]),  # iterations per scale (one int is used for every scale)
     step_control(step=0.0,           # 0: normalised step of max_step voxels; > 0: legacy multiplier
-                 max_step=0.5),      # largest displacement of one update, in voxels of the level
+                 max_step=Param([0.5, 0.5, 0.25], positive, per_scale=True)),
+                                     # largest displacement of one update, in voxels of the level
+                                     #   (one value, or one per scale)
+    {'field_sigma': Param(0.75, non_negative)},  # Gaussian smoothing (voxels of the level) of the
+                                     #   displacement h - x after every update (elastic regularisation,
+                                     #   as demons and PICSL Greedy); its steps are not undone. Off where
+                                     #   the 'auto' metric finds the images piecewise constant; 0: off
     kernel(alpha=1.0, beta=0.0,      # L = -alpha lap - beta grad div + gamma
            gamma=0.001),             # smoothing length sqrt(alpha/gamma) = 32 physical units (mm)
     device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
@@ -93,6 +118,7 @@ class Greedy(Method):
         super().__init__(cfg, mType, metric, grid0)
         self.init_h, self.init_hinv = init_h, init_hinv
         self.want_inv = bool(cfg['compute_inverse'])
+        self.sigmas = []                     # the displacement smoothing of each level
         self.h = self.hinv = None            # the buffers: made by start (not on a grid the
         #                                      driver then pads away: device memory on a GPU)
 
@@ -173,8 +199,18 @@ class Greedy(Method):
             ca.ComposeVInvH(self.scratch, self.gU, self.hinv)
             self.hinv.swap(self.scratch)
 
+    def field_sigma(self):
+        """The displacement smoothing of the level just prepared: ``field_sigma``, or 0 where
+        the 'auto' metric chose its robust form (piecewise-constant images: shapes need the
+        large, unsmoothed deformations of the fluid flow alone)."""
+        if getattr(self.metric, 'chosen', None) == 'robust lncc':
+            return 0.0
+        return float(self.cfg['field_sigma'])
+
     def run(self, level, history):
-        """The level's greedy steps (module docstring), each undone and halved when the energy rises.
+        """The level's greedy steps (module docstring): without displacement smoothing each
+        update that raises the energy is undone and the step halved; with it every update is
+        kept and the displacement smoothed.
 
         Args:
             level (Level): the level.
@@ -183,12 +219,16 @@ class Greedy(Method):
         I0, I1, g = level.fixed, level.moving, level.grid
         h, hprev, gI, gU = self.h, self.hprev, self.gI, self.gU
         kernel = kernel_of(g, self.mType, self.cfg)
-        cap, step = float(self.cfg['max_step']), float(self.cfg['step'])
+        cap, step = float(level.values['max_step']), float(self.cfg['step'])
         self.metric.prepare(I0, I1)
+        sigma = self.field_sigma()
+        self.sigmas.append(sigma)
+        filt = gaussian_filter_of(g, self.mType, sigma) if sigma > 0 else None
+        undo = filt is None
         e_prev, pending = None, False   # pending: gU is in h but not yet checked
         for _ in range(level.iters):
             e = self._evaluate(I0, I1)
-            if pending and e > e_prev:
+            if pending and undo and e > e_prev:
                 h.swap(hprev)           # the update raised the energy: undo it
                 cap *= 0.5
                 step *= 0.5
@@ -206,10 +246,16 @@ class Greedy(Method):
                 continue                # zero gradient: nothing to do
             ca.MulC_I(gU, cap / m if step == 0.0 else min(step, cap / m))
             ca.ComposeHV(hprev, h, gU)
-            h.swap(hprev)               # h: new, hprev: old
+            if filt is None:
+                h.swap(hprev)           # h: new, hprev: old
+            else:
+                # h = x + G_sigma * (new h - x); Idef is free until the next evaluation
+                ca.HtoV_I(hprev)
+                filt.filter(h, hprev, self.Idef)
+                ca.VtoH_I(h)
             pending = True
         if pending:                     # check the level's last update
-            if self._evaluate(I0, I1) > e_prev:
+            if undo and self._evaluate(I0, I1) > e_prev:
                 h.swap(hprev)
             else:
                 self._accept()
@@ -235,7 +281,8 @@ class Greedy(Method):
                 ca.Add_I(hinv, ident)
         deformed = self.image()
         ca.ApplyH(deformed, moving, h)
-        return dict(deformed=deformed, h=h, hinv=hinv)
+        return dict(deformed=deformed, h=h, hinv=hinv,
+                    config=dict(copy.deepcopy(self.cfg), field_sigma_used=list(self.sigmas)))
 
 
 def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
@@ -256,8 +303,9 @@ def greedy_register(fixed: ca.Image3D, moving: ca.Image3D,
     keyword overrides): ``scales`` (down-sampling factors, coarse to fine;
     factor 1 is always added), ``iters`` (per scale, or one int), ``step``
     (0 = normalised steps of ``max_step`` voxels; > 0 = fixed multiplier of the
-    update, clipped to ``max_step`` voxels), ``max_step``, ``alpha``,
-    ``beta``, ``gamma`` (the fluid operator), ``device`` ('auto', 'cpu',
+    update, clipped to ``max_step`` voxels), ``max_step`` (per scale, or one value),
+    ``field_sigma`` (Gaussian smoothing of the displacement after every update, voxels;
+    0: the legacy greedy), ``alpha``, ``beta``, ``gamma`` (the fluid operator), ``device`` ('auto', 'cpu',
     'gpu'), ``compute_inverse``, ``inverse_iters``, ``metric``, ``fft_pad``
     (register on a grid padded at the far end to FFT-friendly sizes, as
     ``lddmm_register`` does; h and hinv are cropped back).
