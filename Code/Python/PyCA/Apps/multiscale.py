@@ -61,11 +61,11 @@ def min_spacing(grid):
 
 
 def max_voxel_disp(v, grid):
-    """Largest component of the V-field ``v`` in voxels of ``grid``, the
-    smallest spacing of all three axes taken for every axis (greedy's and
-    elastic's step bound since the first release; on a 2-D grid whose z
-    spacing is below the in-plane one, as at coarse levels, this is more
-    conservative than :func:`min_spacing`, which LDDMM's first step uses).
+    """Largest component of the V-field ``v`` in voxels of ``grid``: over the
+    smallest spacing of the axes the grid has (:func:`min_spacing`), taken
+    for every axis; greedy's and elastic's step bound. (Before, the smallest
+    of all three spacings: on a 2-D grid the unused z spacing, 1, made the
+    coarse levels' steps 2 and 4 times smaller than ``max_step`` voxels.)
 
     Args:
         v (Field3D): a V-field (displacement, physical units).
@@ -74,8 +74,7 @@ def max_voxel_disp(v, grid):
     Returns:
         float: the largest displacement component, in voxels.
     """
-    sp = grid.spacing()
-    return ca.LInf(v) / min(sp.x, sp.y, sp.z)
+    return ca.LInf(v) / min_spacing(grid)
 
 
 class Level:
