@@ -166,6 +166,13 @@ def test_converged_rule():
     assert converged([10.0, 5.0, 5.0, 5.0, 5.0], 1e-3)
     assert not converged([10.0, 8.0, 6.0, 4.0, 2.0], 1e-3)
     assert not converged([10.0, 5.0, 5.0, 5.0, 5.0], 0.0)
+    # a re-evaluation with more time steps (the energy rose from index 3): not convergence
+    # until 4 energies of the new steps, then the usual rule
+    e = [10.0, 6.0, 4.0, 3.0, 3.0, 3.0, 3.5]
+    assert converged(e, 1e-3)
+    assert not converged(e, 1e-3, since=6)
+    assert not converged(e + [2.5, 2.0, 1.5], 1e-3, since=6)
+    assert converged(e + [3.5, 3.5, 3.5], 1e-3, since=6)
 
 
 def test_spacing_rules():

@@ -784,18 +784,22 @@ class Descent:
         self._trial()
 
 
-def converged(energies, tol):
+def converged(energies, tol, since=0):
     """The scale's last 3 iterations gained less than ``tol`` of what the
     scale has gained so far (offset-free: MI's energy is negative and large).
+    The last 4 energies must all come from ``since`` on: where the shooting
+    took more time steps the energy is re-evaluated with them and may rise
+    (a finer discretisation, not a step back), which is no convergence.
 
     Args:
         energies (list of float): the scale's accepted energies, in order.
         tol (float): the fraction (0: never converged).
+        since (int): the index of the first energy with the current time steps; default 0.
 
     Returns:
         bool.
     """
-    return (tol > 0 and len(energies) > 3
+    return (tol > 0 and len(energies) - since > 3
             and energies[-4] - energies[-1] < tol * (energies[0] - energies[-1]))
 
 
@@ -919,8 +923,12 @@ class LDDMM(Method):
         deformed = ca.Image3D(grid, self.mType)
         d = Descent(self.m0, grid, self.mType, self.cfg)
         accepted = []
+        since = 0                            # the first accepted energy with the current time steps
         while len(accepted) < nit:
+            T_before = sh.T
             sh, e_img, e_reg, e = self._shoot_trial(sh, d, level, kernel, deformed)
+            if sh.T != T_before:
+                since = len(accepted)        # energies of other time steps are not comparable
             verdict = d.judge(e)
             if verdict == d.RETRY:
                 continue
@@ -933,7 +941,7 @@ class LDDMM(Method):
             history.record(e, level.factor, e_img, e_reg)
             if len(accepted) == nit:
                 break
-            if converged(accepted, self.cfg['tol']):
+            if converged(accepted, self.cfg['tol'], since):
                 history.skip(nit - len(accepted))    # converged at this scale
                 break
             d.advance(sh, I0, deformed, I1, kernel, grid)
