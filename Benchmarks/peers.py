@@ -371,8 +371,9 @@ def run_elastix(ctx):
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS=str(ctx['nthreads']))
     env.pop('PYTHONPATH', None)   # the child imports itk only
+    # in its output folder: transformix writes deformationField.nii into the working directory
     p = subprocess.run([sys.executable, '-c', _ELASTIX_CHILD, ctx['fixed_path'], ctx['moving_path'], out,
-                        str(ctx['nthreads'])], capture_output=True, text=True, env=env)
+                        str(ctx['nthreads'])], capture_output=True, text=True, env=env, cwd=out)
     if p.returncode != 0:
         tail = (p.stderr.strip() or p.stdout.strip() or 'exit status %d' % p.returncode).splitlines()[-1]
         raise RuntimeError('elastix (child process, exit status %d): %s' % (p.returncode, tail))
