@@ -360,7 +360,8 @@ class LddmmAtlas(AtlasMethod):
 
     name = 'lddmm'
     module = lddmm
-    register_defaults = {'nsteps': ATLAS_LDDMM_NSTEPS, 'inverse_iters': ATLAS_LDDMM_INVERSE_ITERS}
+    register_defaults = {'nsteps': ATLAS_LDDMM_NSTEPS, 'inverse_iters': ATLAS_LDDMM_INVERSE_ITERS,
+                         'lbfgs': 0}
 
     def __init__(self, ctx, subjects, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state=None, history=None):
         super().__init__(ctx, subjects, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state, history)

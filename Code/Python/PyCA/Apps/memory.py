@@ -302,6 +302,16 @@ def predict_peak(method, grid, config=None, device='cpu', inputs_resident=True):
     n0 = size[0] * size[1] * size[2]
     n = psize[0] * psize[1] * psize[2]
     fields, images = _count(method, cfg, aniso)
+    if method == 'lddmm':
+        # the finest level's L-BFGS history (two fields a pair) and its fifth field
+        from .lddmm import lbfgs_pairs
+        hist = cfg.get('lbfgs', 0)
+        hist = hist[-1] if isinstance(hist, (list, tuple)) else hist
+        its = cfg.get('iters', 1)
+        its = its[-1] if isinstance(its, (list, tuple)) else its
+        pairs = min(lbfgs_pairs(hist, psize, cfg.get('lbfgs_max_mb', 192)), max(0, int(its) - 1))
+        if pairs:
+            fields += 2 * pairs + 1 + (1.0 if not cfg.get('momentum', 0.65) else 0.0)
     gpu = str(device).lower() in ('gpu', 'cuda')
     where = {
         'method_fields': fields * FIELD_BYTES * n,
