@@ -74,6 +74,14 @@ def run_python(code, *args, timeout=300, cwd=None):
                           text=True, timeout=timeout, env=env, cwd=cwd)
 
 
+def run_module(module, args, timeout=300):
+    """``python -m module args`` in a subprocess (matplotlib's Agg backend, one
+    OpenMP thread); returns the CompletedProcess (text output captured)."""
+    env = dict(os.environ, MPLBACKEND='Agg', OMP_NUM_THREADS='1')
+    return subprocess.run([sys.executable, '-m', module] + list(args), capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
 def grid(sx, sy, sz, sp=(1.0, 1.0, 1.0), org=(0.0, 0.0, 0.0)):
     return ca.GridInfo(ca.Vec3Di(sx, sy, sz), ca.Vec3Df(*sp), ca.Vec3Df(*org))
 

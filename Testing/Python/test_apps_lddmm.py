@@ -658,7 +658,6 @@ def _lbfgs_problem(seed=3):
 def _run_lbfgs_descent(hist, iters):
     from PyCA.Apps.lddmm import LBFGSDescent
     grid, K, D, b, Kof, energy, _ = _lbfgs_problem()
-    shape = (12, 10, 8, 3)
     cfg = dict(DEFAULTS, init_disp=0.5)
     m0 = ca.Field3D(grid, ca.MEM_HOST)
     ca.SetToZero(m0)

@@ -7,8 +7,6 @@ defaults; and the "mismatch barely fell" warning in summary.json and on the
 command lines."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from scipy import ndimage
 import PyCA.Core as ca
 from PyCA.Common import ImFromNPArr
 from PyCA.Apps._common import ConfigError
+from conftest import run_module
 from PyCA.Apps.metrics import (LNCC, Auto, make_metric, flat_fraction, mismatch_warnings, ncc_ratio,
                                AUTO_FLAT_FRACTION, BARELY_FELL_RATIO)
 
@@ -338,9 +337,7 @@ def _save_pair(tmp_path, shift):
 
 
 def _run(module, args):
-    env = dict(os.environ, MPLBACKEND='Agg', OMP_NUM_THREADS='1')
-    return subprocess.run([sys.executable, '-m', module] + args, capture_output=True, text=True, env=env,
-                          timeout=300)
+    return run_module(module, args)
 
 
 def test_register_command_line_warns_when_the_mismatch_barely_fell(tmp_path):
@@ -377,3 +374,12 @@ def test_demo_command_line_warns_when_the_mismatch_barely_fell(tmp_path):
     assert s['warnings'] and 'barely fell' in s['warnings'][0]
     assert any(ln.startswith('pyca-demo: warning: ') and 'barely fell' in ln for ln in r.stderr.splitlines()), \
         r.stderr
+
+
+def test_energy_plot_names_the_metric_auto_chose():
+    from PyCA.Apps.outputs import energy_metric_label
+    assert energy_metric_label({'metric': 'auto', 'metric_used': {'metric': 'auto', 'chosen': 'robust lncc'}}) \
+        == 'AUTO: ROBUST LNCC'
+    assert energy_metric_label({'metric': 'auto', 'metric_used': {'metric': 'auto', 'chosen': 'lncc'}}) == 'AUTO: LNCC'
+    assert energy_metric_label({'metric': 'mi', 'metric_used': {'metric': 'mi', 'mi_bins': 32}}) == 'MI'
+    assert energy_metric_label(None) == 'SSD'

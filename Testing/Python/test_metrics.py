@@ -15,6 +15,7 @@ from scipy import ndimage
 import PyCA.Core as ca
 from PyCA.Common import ImFromNPArr
 from PyCA.Apps._common import ConfigError
+from conftest import run_module
 from PyCA.Apps.metrics import make_metric, METRICS, LNCC, MI
 
 BCS = {'approx': ca.BC_APPROX, 'clamp': ca.BC_CLAMP, 'wrap': ca.BC_WRAP}
@@ -467,9 +468,7 @@ def _cli_files(tmp_path):
 
 
 def _run(module, args):
-    env = dict(os.environ, MPLBACKEND='Agg', OMP_NUM_THREADS='1')
-    return subprocess.run([sys.executable, '-m', module] + args, capture_output=True, text=True, env=env,
-                          timeout=300)
+    return run_module(module, args)
 
 
 def test_register_command_line_metric(tmp_path):

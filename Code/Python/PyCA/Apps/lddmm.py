@@ -35,7 +35,10 @@ from t = 1 to 0, ``m_hat(1) = 0``)::
 The L2 gradient is K m0 - m_hat(0); the step is preconditioned by L = K^-1
 (the gradient in the metric of the momenta): ``m0 <- m0 - eps (m0 - L m_hat(0))``
 (``applyOperator``), with the step halved (and the iteration redone) when the
-energy rises.
+energy rises. By default the direction is L-BFGS's in that metric
+(:class:`LBFGSDescent`, ``lbfgs`` pairs per scale, the preconditioned
+gradient its first direction); ``lbfgs=0`` keeps this preconditioned descent
+with heavy-ball momentum (:class:`Descent`).
 
 Kernel: K = L^-lpow with L = -alpha lap - beta grad div + gamma
 (``FluidKernelFFT`` with ``setLPow``). The default is lpow = 2, alpha = 200 mm^2,
@@ -860,7 +863,14 @@ class LBFGSDescent:
         return ca.LInf(scratch) / min_spacing(self.grid)
 
     def judge(self, e):
-        """As :meth:`Descent.judge`."""
+        """What to do after a trial of energy ``e`` (as :meth:`Descent.judge`).
+
+        Args:
+            e (float): the trial's energy (inf for an unusable shot).
+
+        Returns:
+            str: ``ACCEPT``, ``RETRY`` (a new trial is in ``m0``) or ``STOP``.
+        """
         if self.best is not None and not e < self.best:
             if self.step > self.cfg['min_step'] * self.first_step:
                 self.step *= 0.5
@@ -886,7 +896,17 @@ class LBFGSDescent:
         self.step = self.first_step = min(step, self.cfg['max_step'])
 
     def advance(self, sh, I0, deformed, I1, kernel, grid):
-        """The next trial from the accepted ``m0`` (as :meth:`Descent.advance`)."""
+        """The next trial from the accepted ``m0``: its preconditioned gradient,
+        the new pair, the two-loop direction and its step (as :meth:`Descent.advance`).
+
+        Args:
+            sh (Shooter): the shooter that shot the accepted momentum.
+            I0 (Image3D): the moving image of the scale.
+            deformed (Image3D): I0 deformed by the accepted momentum.
+            I1 (Image3D): the fixed image of the scale.
+            kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
+            grid (GridInfo): the scale's grid.
+        """
         s_new = None
         if self.have_old and self.hist > 0:
             if len(self.pairs) >= self.hist:                # the oldest pair makes room

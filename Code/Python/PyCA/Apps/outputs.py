@@ -331,6 +331,23 @@ def _draw_grid(ax, g, H, axis, k):
         ax.contour(xs, ys, c, levels=levels, colors=colour, linewidths=0.7)
 
 
+def energy_metric_label(cfg):
+    """The metric an energy plot names: ``auto``'s choice where it made one
+    (``AUTO: LNCC``, ``AUTO: ROBUST LNCC``), else the configured metric, upper case.
+
+    Args:
+        cfg (dict or None): a result's ``config``.
+
+    Returns:
+        str.
+    """
+    cfg = cfg or {}
+    metric = str(cfg.get('metric', 'ssd')).upper()
+    used = cfg.get('metric_used')
+    if isinstance(used, dict) and used.get('chosen'):
+        metric = '%s: %s' % (metric, str(used['chosen']).upper())
+    return metric
+
 def _draw_energy(ax, result):
     E = np.asarray(result.energy, np.float64)
     it = np.arange(1, E.size + 1)
@@ -360,7 +377,7 @@ def _draw_energy(ax, result):
             ax.text(s + 1, 0.98, ' scale %s' % sc[s], transform=ax.get_xaxis_transform(),
                     va='top', ha='left', fontsize=8, color='dimgray')
     ax.set_xlabel('iteration (all scales)', fontsize=9)
-    metric = str((result.config or {}).get('metric', 'ssd')).upper()
+    metric = energy_metric_label(result.config)
     ax.set_ylabel('energy (%s)' % metric, fontsize=9)
     ax.set_title('energy (metric %s): %s -> %s' % (metric, fmt(E[0], 4), fmt(E[-1], 4)), fontsize=10)
     ax.set_xlim(0.5, max(E.size, 1) + 0.5)
