@@ -747,3 +747,28 @@ def test_lbfgs_registration_keeps_the_heavy_ball_where_no_pair_fits():
     e = np.asarray(r_lb.energy)
     assert e[-1] < e[0]
     assert np.all(np.diff(e[-4:]) <= 0)             # the finest level
+
+
+def test_sigma_auto_follows_the_metric():
+    from PyCA.Apps.lddmm import resolve_sigma, SIGMA_AUTO
+    from PyCA.Apps.metrics import make_metric
+    assert DEFAULTS['sigma'] == 0.0                                 # automatic
+    assert resolve_sigma(0.0, make_metric('mi')) == SIGMA_AUTO['mi'] == 0.008
+    for name in ('ssd', 'ncc', 'lncc', 'auto'):
+        assert resolve_sigma(0.0, make_metric(name)) == 0.001
+    assert resolve_sigma(None) == 0.001
+    assert resolve_sigma(0.05, make_metric('mi')) == 0.05           # an explicit sigma is kept
+    # the result records the sigma it used
+    g = ca.GridInfo(ca.Vec3Di(16, 16, 1), ca.Vec3Df(1.0, 1.0, 1.0), ca.Vec3Df(0.0, 0.0, 0.0))
+    F, M = ca.Image3D(g, ca.MEM_HOST), ca.Image3D(g, ca.MEM_HOST)
+    y, x = np.mgrid[0:16, 0:16].astype(np.float32)
+    F.asnp()[..., 0] = np.exp(-((x - 7) ** 2 + (y - 8) ** 2) / 10.0).T
+    M.asnp()[..., 0] = np.exp(-((x - 8) ** 2 + (y - 8) ** 2) / 10.0).T
+    kw = dict(quiet=True, scales=[1], iters=[2], alpha=4.0)
+    with pytest.raises(ConfigError, match="sigma must be >= 0"):
+        lddmm_register(F, M, sigma=-1.0, **kw)
+    with pytest.raises(ConfigError, match="sigma must be a number"):
+        lddmm_register(F, M, sigma='big', **kw)
+    assert lddmm_register(F, M, metric='mi', **kw).config['sigma'] == 0.008
+    assert lddmm_register(F, M, metric='ssd', **kw).config['sigma'] == 0.001
+    assert lddmm_register(F, M, metric='mi', sigma=0.02, **kw).config['sigma'] == 0.02

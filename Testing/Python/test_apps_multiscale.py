@@ -115,7 +115,7 @@ def test_shooter_defaults_are_the_configs():
     K.setGrid(g)
     sh = Shooter(g, ca.MEM_HOST, K)
     assert (sh.T, sh.integrator, sh.sigma, sh.ninv, sh.adjoint) == (
-        LDDMM_DEFAULTS['nsteps'], LDDMM_DEFAULTS['integrator'], LDDMM_DEFAULTS['sigma'],
+        LDDMM_DEFAULTS['nsteps'], LDDMM_DEFAULTS['integrator'], 0.001,     # sigma 0: automatic, SSD's
         LDDMM_DEFAULTS['inverse_iters'], LDDMM_DEFAULTS['adjoint'])
     sh = Shooter.from_config(g, ca.MEM_HOST, K, {'nsteps': 5, 'sigma': 0.5, 'adjoint': 'heun', 'alpha': 3.0})
     assert (sh.T, sh.sigma, sh.adjoint, sh.ninv) == (5, 0.5, 'heun', LDDMM_DEFAULTS['inverse_iters'])

@@ -79,7 +79,39 @@ from .multiscale import Method, register_levels, min_spacing, used_spacings, che
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
                      non_negative, at_least, one_of)
 
-__all__ = ['DEFAULTS', 'SCHEMA', 'lddmm_register', 'Shooter', 'Descent', 'LBFGSDescent']
+__all__ = ['DEFAULTS', 'SCHEMA', 'SIGMA_AUTO', 'lddmm_register', 'resolve_sigma', 'Shooter', 'Descent',
+           'LBFGSDescent']
+
+#: ``sigma=0`` (automatic) per metric name (:func:`resolve_sigma`): 0.001 for the
+#: SSD-like metrics (``ssd``, ``ncc``, ``lncc``, ``auto``), 0.008 for ``mi``.
+#: Every metric's energy is in SSD units, but Mattes MI's force is large where
+#: its histogram is noisy: with 0.001 LDDMM over-fitted it (T2-like demo pair,
+#: seed 7: 2.42 / 5.81 mm; seeds 3 and 11: 2.56 and 2.53 mm mean), with 0.008
+#: 1.47 / 3.03, 1.45 and 1.38 mm, and on same-contrast pairs too (clean: 0.38
+#: against 0.53 mm; large deformation: 1.04 against 1.05 mm); 0.016 was better
+#: on the smaller T2 deformations and failed on the large ones (16 mm: 2.66
+#: against 1.76 mm at 0.008).
+SIGMA_AUTO = {'mi': 0.008}
+SIGMA_DEFAULT = 0.001
+
+
+def resolve_sigma(sigma, metric=None):
+    """The image-match ``sigma`` a registration uses: ``sigma`` itself, or for
+    0 (automatic; or None) :data:`SIGMA_AUTO`'s value for the metric's name
+    (:data:`SIGMA_DEFAULT` for every other).
+
+    Args:
+        sigma (float or None): the ``sigma`` parameter.
+        metric (Metric, str or None): the metric (object or name); None: SSD.
+
+    Returns:
+        float.
+    """
+    if sigma is None or float(sigma) == 0.0:
+        name = str(getattr(metric, 'name', metric if metric is not None else 'ssd')).lower()
+        return float(SIGMA_AUTO.get(name, SIGMA_DEFAULT))
+    return float(sigma)
+
 
 #: The parameters of :func:`lddmm_register`: the shared fragments
 #: (PyCA.Apps.schema) with LDDMM's defaults.
@@ -91,7 +123,8 @@ SCHEMA = Schema(
      'integrator': Param('euler', one_of('euler', 'rk4')),
      'adjoint': Param('euler', one_of('heun', 'euler')),  # backward integration of the adjoint: 'euler'
                                        #   (trapezoid force) or 'heun' (2nd order, one more K per step)
-     'sigma': Param(0.001, positive)},  # image-match weight 1/(2 sigma^2) (intensities in [0, 1])
+     'sigma': Param(0.0, non_negative)},  # image-match weight 1/(2 sigma^2) (intensities in [0, 1]);
+                                       #   0 = automatic: SIGMA_AUTO of the metric (0.001; MI 0.008)
     kernel(alpha=200.0, beta=0.0, gamma=1.0,  # L = (-alpha lap - beta grad div + gamma)^lpow (physical
                                        #   units: mm^2); sqrt(alpha/gamma) = 14 mm is the length of
                                        #   K's exponential decay
@@ -161,8 +194,8 @@ class Shooter:
             ``DEFAULTS['nsteps']`` (2).
         integrator (str, optional): 'euler' or 'rk4' for the forward flow; default None =
             ``DEFAULTS['integrator']`` ('euler').
-        sigma (float, optional): image-match weight 1/(2 sigma^2); default None =
-            ``DEFAULTS['sigma']`` (0.001).
+        sigma (float or str, optional): image-match weight 1/(2 sigma^2); default None =
+            ``DEFAULTS['sigma']`` (0: :func:`resolve_sigma` of ``metric``).
         inverse_iters (int, optional): fixed-point iterations of the inverse per time step;
             default None = ``DEFAULTS['inverse_iters']`` (1). With the Euler integrator, 1 is the
             first iterate itself, ginv_n o (Id - dt v_n) (ComposeHVInv: one gather); more run
@@ -210,7 +243,7 @@ class Shooter:
         self.grid, self.mType, self.K = grid, mType, kernel
         self.metric = metric if metric is not None else SSD()   # prepared by the caller
         self._force_of = None
-        self.T, self.integrator, self.sigma = int(nsteps), integrator, float(sigma)
+        self.T, self.integrator, self.sigma = int(nsteps), integrator, resolve_sigma(sigma, self.metric)
         self.ninv = int(inverse_iters)
         self.lean = bool(lean)
         self.endpoint = bool(endpoint) and not self.lean
@@ -1012,6 +1045,8 @@ class LDDMM(Method):
 
     def __init__(self, cfg, mType, metric, grid0, init_momentum=None):
         super().__init__(cfg, mType, metric, grid0)
+        # the sigma it uses (config['sigma'] of the result: 0 resolved for the metric)
+        self.cfg = dict(self.cfg, sigma=resolve_sigma(self.cfg['sigma'], metric))
         self.gauss = cfg['smooth_scales']
         self.init_momentum = init_momentum
         self.max_cfl = float(cfg['max_cfl'])
