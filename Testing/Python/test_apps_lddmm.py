@@ -719,7 +719,7 @@ def test_lbfgs_descent_reaches_scipys_minimum():
 
 
 def test_lbfgs_pairs_fit_the_memory_cap():
-    from PyCA.Apps.lddmm import lbfgs_pairs
+    from PyCA.Apps.memory import lbfgs_pairs
     # a pair is two Field3D: 24 bytes a voxel
     assert lbfgs_pairs(5, (100, 120, 96), 192) == 5                 # 2 mm brain: 5 x 26.4 MiB
     assert lbfgs_pairs(5, (200, 240, 192), 192) == 0                # 1 mm: one pair is 211 MiB

@@ -74,6 +74,7 @@ import warnings
 import PyCA.Core as ca
 
 from ._common import ConfigError, kernel_of, scratch_field, scratch_image
+from .memory import lbfgs_pairs
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
@@ -988,26 +989,6 @@ class LBFGSDescent:
         vmax = self._auto_step(q, self.m0)
         self.step = self.first_step = 1.0 if vmax <= self.max_disp or vmax <= 0 else self.max_disp / vmax
         self._trial()
-
-
-def lbfgs_pairs(hist, grid, max_mb):
-    """The L-BFGS pairs a level keeps: ``hist``, fewer where its two fields
-    per pair would hold more than ``max_mb`` MiB (:class:`LBFGSDescent`).
-
-    Args:
-        hist (int): the level's ``lbfgs`` value.
-        grid (GridInfo or sequence of int): the level's grid or its size.
-        max_mb (float): ``lbfgs_max_mb``.
-
-    Returns:
-        int: the pairs (0: the heavy-ball :class:`Descent`).
-    """
-    size = grid.size() if hasattr(grid, 'size') and callable(grid.size) else grid
-    n = 1
-    for v in size:
-        n *= int(v)
-    pair = 2 * 12 * n                        # two Field3D of 3 float32 per voxel
-    return int(max(0, min(int(hist), (float(max_mb) * 2 ** 20) // pair)))
 
 
 def converged(energies, tol, since=0):

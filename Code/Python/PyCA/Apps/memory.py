@@ -49,7 +49,7 @@ import resource
 import sys
 import threading
 
-__all__ = ['Prediction', 'MemoryLimitError', 'predict_peak', 'available_memory', 'parse_bytes',
+__all__ = ['Prediction', 'MemoryLimitError', 'predict_peak', 'lbfgs_pairs', 'available_memory', 'parse_bytes',
            'check_fits', 'check_memory', 'last_prediction', 'measured_peak', 'peak_rss', 'memory_summary',
            'format_bytes', 'METHOD_BUFFERS', 'METRIC_IMAGES']
 
@@ -222,6 +222,26 @@ def parse_bytes(value, key='max_memory'):
     return int(num * _UNITS[m.group(2)])
 
 
+def lbfgs_pairs(hist, grid, max_mb):
+    """The L-BFGS pairs a level keeps: ``hist``, fewer where its two fields
+    per pair would hold more than ``max_mb`` MiB (:class:`~PyCA.Apps.lddmm.LBFGSDescent`).
+
+    Args:
+        hist (int): the level's ``lbfgs`` value.
+        grid (GridInfo or sequence of int): the level's grid or its size.
+        max_mb (float): ``lbfgs_max_mb``.
+
+    Returns:
+        int: the pairs (0: the heavy-ball :class:`~PyCA.Apps.lddmm.Descent`).
+    """
+    size = grid.size() if hasattr(grid, 'size') and callable(grid.size) else grid
+    n = 1
+    for v in size:
+        n *= int(v)
+    pair = 2 * FIELD_BYTES * n               # two Field3D
+    return int(max(0, min(int(hist), (float(max_mb) * 2 ** 20) // pair)))
+
+
 def _count(method, cfg, aniso):
     """(fields, images) of the method's buffers (:data:`METHOD_BUFFERS`) and the metric's images."""
     t = METHOD_BUFFERS[method]
@@ -304,7 +324,6 @@ def predict_peak(method, grid, config=None, device='cpu', inputs_resident=True):
     fields, images = _count(method, cfg, aniso)
     if method == 'lddmm':
         # the finest level's L-BFGS history (two fields a pair) and its fifth field
-        from .lddmm import lbfgs_pairs
         hist = cfg.get('lbfgs', 0)
         hist = hist[-1] if isinstance(hist, (list, tuple)) else hist
         its = cfg.get('iters', 1)
