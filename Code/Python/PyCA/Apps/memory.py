@@ -328,7 +328,8 @@ def predict_peak(method, grid, config=None, device='cpu', inputs_resident=True):
         hist = hist[-1] if isinstance(hist, (list, tuple)) else hist
         its = cfg.get('iters', 1)
         its = its[-1] if isinstance(its, (list, tuple)) else its
-        pairs = min(lbfgs_pairs(hist, psize, cfg.get('lbfgs_max_mb', 192)), max(0, int(its) - 1))
+        # a pair is stored from the second direction on: at most iters - 2
+        pairs = min(lbfgs_pairs(hist, psize, cfg.get('lbfgs_max_mb', 192)), max(0, int(its) - 2))
         if pairs:
             fields += 2 * pairs + 1 + (1.0 if not cfg.get('momentum', 0.65) else 0.0)
     gpu = str(device).lower() in ('gpu', 'cuda')
