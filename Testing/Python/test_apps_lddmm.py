@@ -663,29 +663,26 @@ def _run_lbfgs_descent(hist, iters):
     ca.SetToZero(m0)
     d = LBFGSDescent(m0, grid, ca.MEM_HOST, cfg, K, hist, max_disp=1e9)
 
-    def m_of(fld):
-        return _get(fld)
-
     class FakeShooter:
         def gradient(self, I0, deformed, I1, out, scratch=None):
             # m0 - out must be g = m0 + D K m0 - b: out = b - D K m0 (the "L m_hat")
-            m = m_of(d.m0)
+            m = _get(d.m0)
             _set(out, b - D * Kof(m))
 
     sh, energies, trials = FakeShooter(), [], 0
-    verdict = d.judge(energy(m_of(d.m0)))
+    verdict = d.judge(energy(_get(d.m0)))
     energies.append(d.best)
     while len(energies) < iters:
         d.advance(sh, None, None, None, K, grid)
         while True:
             trials += 1
-            verdict = d.judge(energy(m_of(d.m0)))
+            verdict = d.judge(energy(_get(d.m0)))
             if verdict != d.RETRY:
                 break
         if verdict == d.STOP:
             break
         energies.append(d.best)
-    return m_of(d.m0), energies, trials
+    return _get(d.m0), energies, trials
 
 
 def test_lbfgs_descent_reaches_scipys_minimum():
@@ -694,12 +691,13 @@ def test_lbfgs_descent_reaches_scipys_minimum():
     in no more than SciPy's iterations where SciPy has no preconditioner."""
     from scipy.optimize import minimize
     _, _, _, _, Kof, energy, grad_l2 = _lbfgs_problem()
-    ref = minimize(lambda x: energy(x.reshape(12, 10, 8, 3)), np.zeros(12 * 10 * 8 * 3), jac=lambda x: grad_l2(x.reshape(12, 10, 8, 3)).ravel(),
+    shape = (12, 10, 8, 3)
+    ref = minimize(lambda x: energy(x.reshape(shape)), np.zeros(np.prod(shape)),
+                   jac=lambda x: grad_l2(x.reshape(shape)).ravel(),
                    method='L-BFGS-B', options=dict(maxcor=5, maxiter=5000, ftol=1e-15, gtol=1e-12))
-    ref_fun = lambda x: energy(x.reshape(12, 10, 8, 3))    # noqa: E731
-    m_ref = ref.x.reshape(12, 10, 8, 3)
-    e_ref = ref_fun(ref.x)
-    e_start = energy(np.zeros((12, 10, 8, 3)))
+    m_ref = ref.x.reshape(shape)
+    e_ref = energy(m_ref)
+    e_start = energy(np.zeros(shape))
     m, energies, _ = _run_lbfgs_descent(5, 60)
     gap = (energies[-1] - e_ref) / (e_start - e_ref)
     assert gap < 1e-4, (energies[-1], e_ref, e_start)

@@ -336,16 +336,12 @@ def _save_pair(tmp_path, shift):
     return paths
 
 
-def _run(module, args):
-    return run_module(module, args)
-
-
 def test_register_command_line_warns_when_the_mismatch_barely_fell(tmp_path):
     f, m = _save_pair(tmp_path, 8)
     common = ['--fixed', f, '--moving', m, '--method', 'greedy', '--no-normalize', '--no-bias-correct',
               '--quiet']
     out = str(tmp_path / 'few')
-    r = _run('PyCA.Apps.register', common + ['--out', out, '--scales', '1', '--iters', '1'])
+    r = run_module('PyCA.Apps.register', common + ['--out', out, '--scales', '1', '--iters', '1'])
     assert r.returncode == 0, r.stderr
     s = json.load(open(os.path.join(out, 'summary.json')))
     assert s['mismatch_ratio'] > BARELY_FELL_RATIO and s['warnings'], s
@@ -355,7 +351,7 @@ def test_register_command_line_warns_when_the_mismatch_barely_fell(tmp_path):
     assert 'barely fell' not in r.stdout
     # the same pair with the default schedule: matched, no warning
     out = str(tmp_path / 'full')
-    r = _run('PyCA.Apps.register', common + ['--out', out])
+    r = run_module('PyCA.Apps.register', common + ['--out', out])
     assert r.returncode == 0, r.stderr
     s = json.load(open(os.path.join(out, 'summary.json')))
     assert s['mismatch_ratio'] < 0.2 and s['warnings'] == [], s
@@ -367,7 +363,7 @@ def test_demo_command_line_warns_when_the_mismatch_barely_fell(tmp_path):
     cfg = tmp_path / 'few.yaml'
     cfg.write_text('scales: [1]\niters: [1]\n')
     out = str(tmp_path / 'demo')
-    r = _run('PyCA.Apps.demo', ['--fixed', f, '--moving', m, '--method', 'greedy', '--config', str(cfg),
+    r = run_module('PyCA.Apps.demo', ['--fixed', f, '--moving', m, '--method', 'greedy', '--config', str(cfg),
                                 '--out', out, '--quiet'])
     assert r.returncode == 0, r.stderr
     s = json.load(open(os.path.join(out, 'summary.json')))

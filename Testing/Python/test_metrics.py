@@ -467,15 +467,11 @@ def _cli_files(tmp_path):
     return paths
 
 
-def _run(module, args):
-    return run_module(module, args)
-
-
 def test_register_command_line_metric(tmp_path):
     import json
     f, m = _cli_files(tmp_path)
     out = str(tmp_path / 'out')
-    r = _run('PyCA.Apps.register', ['--fixed', f, '--moving', m, '--out', out, '--method', 'greedy',
+    r = run_module('PyCA.Apps.register', ['--fixed', f, '--moving', m, '--out', out, '--method', 'greedy',
                                     '--iters', '5', '--metric', 'mi', '--mi-bins', '16', '--quiet'])
     assert r.returncode == 0, r.stderr
     s = json.load(open(os.path.join(out, 'summary.json')))
@@ -484,7 +480,7 @@ def test_register_command_line_metric(tmp_path):
     for args, text in ((['--metric', 'lncc', '--lncc-radius', '0'], 'lncc_radius'),
                        (['--metric', 'mi', '--mi-bins', '1'], 'mi_bins'),
                        (['--metric', 'cc'], 'invalid choice')):
-        r = _run('PyCA.Apps.register', ['--fixed', f, '--moving', m, '--out', out, '--method', 'greedy',
+        r = run_module('PyCA.Apps.register', ['--fixed', f, '--moving', m, '--out', out, '--method', 'greedy',
                                         '--quiet'] + args)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.returncode == 2 and len(lines) == 1 and text in lines[0], r.stderr
@@ -492,7 +488,7 @@ def test_register_command_line_metric(tmp_path):
     from PyCA.Common import SaveITKImage
     c = str(tmp_path / 'const.nii.gz')
     SaveITKImage(_im(np.full((48, 48), 0.5)), c, True)
-    r = _run('PyCA.Apps.register', ['--fixed', f, '--moving', c, '--out', out, '--method', 'greedy',
+    r = run_module('PyCA.Apps.register', ['--fixed', f, '--moving', c, '--out', out, '--method', 'greedy',
                                     '--metric', 'ncc', '--no-normalize', '--no-bias-correct', '--quiet'])
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode in (1, 2) and len(lines) == 1 and 'constant' in lines[0], r.stderr
@@ -508,7 +504,7 @@ def test_atlas_command_line_metric(tmp_path):
         SaveITKImage(moving, p, True)
         paths.append(p)
     out = str(tmp_path / 'atlas')
-    r = _run('PyCA.Apps.atlas', ['--images'] + paths + ['--out', out, '--iters', '1', '--metric', 'lncc',
+    r = run_module('PyCA.Apps.atlas', ['--images'] + paths + ['--out', out, '--iters', '1', '--metric', 'lncc',
                                                        '--lncc-radius', '3', '--quiet'])
     assert r.returncode == 0, r.stderr
     s = json.load(open(os.path.join(out, 'atlas_summary.json')))

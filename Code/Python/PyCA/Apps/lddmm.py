@@ -195,7 +195,7 @@ class Shooter:
             ``DEFAULTS['nsteps']`` (2).
         integrator (str, optional): 'euler' or 'rk4' for the forward flow; default None =
             ``DEFAULTS['integrator']`` ('euler').
-        sigma (float or str, optional): image-match weight 1/(2 sigma^2); default None =
+        sigma (float, optional): image-match weight 1/(2 sigma^2); default None =
             ``DEFAULTS['sigma']`` (0: :func:`resolve_sigma` of ``metric``).
         inverse_iters (int, optional): fixed-point iterations of the inverse per time step;
             default None = ``DEFAULTS['inverse_iters']`` (1). With the Euler integrator, 1 is the
@@ -711,6 +711,42 @@ class Shooter:
         return mhat
 
 
+def velocity_change(kernel, direction, scratch, grid):
+    """The largest velocity change of a unit step along ``direction``:
+    ``max |K direction|`` in voxels of ``grid`` (``scratch`` receives K direction).
+
+    Args:
+        kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
+        direction (Field3D): the momentum direction.
+        scratch (Field3D): overwritten.
+        grid (GridInfo): the scale's grid.
+
+    Returns:
+        float.
+    """
+    kernel.applyInverseOperator(scratch, direction)
+    return ca.LInf(scratch) / min_spacing(grid)
+
+
+def automatic_step(kernel, direction, scratch, grid, cfg):
+    """The automatic first step along ``direction``: its velocity change is at
+    most ``init_disp`` voxels, and the step at most ``max_step``.
+
+    Args:
+        kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
+        direction (Field3D): the momentum direction.
+        scratch (Field3D): overwritten.
+        grid (GridInfo): the scale's grid.
+        cfg (dict): the LDDMM configuration (``init_disp``, ``max_step``).
+
+    Returns:
+        float.
+    """
+    vmax = velocity_change(kernel, direction, scratch, grid)
+    step = cfg['init_disp'] / vmax if vmax > 0 else cfg['max_step']
+    return min(step, cfg['max_step'])
+
+
 class Descent:
     """The gradient descent on the initial momentum at one scale: a
     preconditioned gradient step ``m0 <- m0 - step (m0 - L m_hat(0))`` with
@@ -818,12 +854,8 @@ class Descent:
                 ca.Copy(self.prev_dir, self.grad)
             self.have_mom = True
         if self.step <= 0:
-            # automatic first step: K(direction) moves by init_disp voxels at most
-            scratch = self.m0                                   # the stale momentum, overwritten below
-            kernel.applyInverseOperator(scratch, self.prev_dir)
-            vmax = ca.LInf(scratch) / min_spacing(grid)
-            step = self.cfg['init_disp'] / vmax if vmax > 0 else self.cfg['max_step']
-            self.step = self.first_step = min(step, self.cfg['max_step'])
+            # automatic first step (scratch: the stale momentum, overwritten below)
+            self.step = self.first_step = automatic_step(kernel, self.prev_dir, self.m0, grid, self.cfg)
         self.step_dir = self.step
         self._trial()
 
@@ -891,11 +923,6 @@ class LBFGSDescent:
     def _trial(self):
         ca.Add_MulC(self.m0, self.prev_m0, self.q, -self.step)
 
-    def _auto_step(self, direction, scratch):
-        """The step whose velocity change K(direction) is at most ``disp`` voxels."""
-        self.kernel.applyInverseOperator(scratch, direction)
-        return ca.LInf(scratch) / min_spacing(self.grid)
-
     def judge(self, e):
         """What to do after a trial of energy ``e`` (as :meth:`Descent.judge`).
 
@@ -925,9 +952,7 @@ class LBFGSDescent:
         """q = g with the automatic first step (scratch: m0, the failed trial)."""
         ca.Copy(self.q, self.g)
         self.gradient_dir = True
-        vmax = self._auto_step(self.q, self.m0)
-        step = self.cfg['init_disp'] / vmax if vmax > 0 else self.cfg['max_step']
-        self.step = self.first_step = min(step, self.cfg['max_step'])
+        self.step = self.first_step = automatic_step(self.kernel, self.q, self.m0, self.grid, self.cfg)
 
     def advance(self, sh, I0, deformed, I1, kernel, grid):
         """The next trial from the accepted ``m0``: its preconditioned gradient,
@@ -973,21 +998,22 @@ class LBFGSDescent:
             return
         # two-loop recursion on the L2 gradient G = K g
         q = self.q
-        kernel.applyInverseOperator(q, self.g)
+        self.kernel.applyInverseOperator(q, self.g)
         alphas = []
         for s, Y, rho in reversed(self.pairs):
             a = rho * ca.Dot(s, q)
             ca.Add_MulC_I(q, Y, -a)
             alphas.append(a)
-        kernel.applyOperator(q)
+        self.kernel.applyOperator(q)
         ca.MulC_I(q, self.gamma)                            # H0 = gamma L
         for (s, Y, rho), a in zip(self.pairs, reversed(alphas)):
             b = rho * ca.Dot(Y, q)
             ca.Add_MulC_I(q, s, a - b)
         self.m0, self.prev_m0 = self.prev_m0, self.m0       # prev_m0: the accepted momentum
         self.gradient_dir = False
-        vmax = self._auto_step(q, self.m0)
-        self.step = self.first_step = 1.0 if vmax <= self.max_disp or vmax <= 0 else self.max_disp / vmax
+        # the quasi-Newton (unit) step, bounded to max_disp voxels of velocity change
+        vmax = velocity_change(self.kernel, q, self.m0, self.grid)
+        self.step = self.first_step = 1.0 if vmax <= self.max_disp else self.max_disp / vmax
         self._trial()
 
 

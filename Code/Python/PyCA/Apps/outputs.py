@@ -348,6 +348,7 @@ def energy_metric_label(cfg):
         metric = '%s: %s' % (metric, str(used['chosen']).upper())
     return metric
 
+
 def _draw_energy(ax, result):
     E = np.asarray(result.energy, np.float64)
     it = np.arange(1, E.size + 1)
