@@ -770,3 +770,87 @@ def test_sigma_auto_follows_the_metric():
     assert lddmm_register(F, M, metric='mi', **kw).config['sigma'] == 0.008
     assert lddmm_register(F, M, metric='ssd', **kw).config['sigma'] == 0.001
     assert lddmm_register(F, M, metric='mi', sigma=0.02, **kw).config['sigma'] == 0.02
+
+
+@pytest.mark.parametrize('lbfgs', [3, 0])
+def test_time_step_refinement_restarts_the_history_and_the_convergence_window(monkeypatch, lbfgs):
+    """LDDMM.run's wiring when the shooting takes more time steps in the middle of a level
+    (forced here at the fifth trial): the L-BFGS history is dropped there (and the next
+    direction is the plain gradient), the convergence rule counts energies from that
+    iteration on only (``since``), and the level records the new time steps. The
+    heavy-ball descent has no history to drop; its window moves the same way."""
+    from PyCA.Apps import lddmm as L
+    n = 24
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0), ca.Vec3Df(0.0, 0.0, 0.0))
+    z, y, x = np.mgrid[0:n, 0:n, 0:n].astype(np.float32)
+    def blob(c):
+        return np.exp(-((x - c) ** 2 + (y - 12) ** 2 + (z - 12) ** 2) / 30.0).astype(np.float32)
+    F, M = ca.Image3D(grid, ca.MEM_HOST), ca.Image3D(grid, ca.MEM_HOST)
+    F.asnp()[...] = blob(11.0).T
+    M.asnp()[...] = blob(13.5).T
+    log = []
+    trials = [0]
+    refine = L.LDDMM._refine
+
+    def forced_refine(self, sh, m, grid, kernel):
+        trials[0] += 1
+        if trials[0] == 5:                      # a finer discretisation, once
+            sh.set_steps(2 * sh.T)
+            sh.shoot(m)
+            log.append(('refined', sh.T))
+        return refine(self, sh, m, grid, kernel)
+
+    drop = L.LBFGSDescent.restart
+
+    def restart(self):
+        log.append(('restart', len(self.pairs)))
+        drop(self)
+
+    advance = L.LBFGSDescent.advance
+
+    def logged_advance(self, *a):
+        advance(self, *a)
+        log.append(('direction', 'gradient' if self.gradient_dir else 'quasi-newton', len(self.pairs)))
+
+    judge = L.LBFGSDescent.judge
+
+    def logged_judge(self, e):
+        log.append(('judge',))
+        return judge(self, e)
+
+    converged = L.converged
+
+    def logged_converged(energies, tol, since=0):
+        log.append(('converged?', len(energies), since))
+        return converged(energies, tol, since)
+
+    monkeypatch.setattr(L.LDDMM, '_refine', forced_refine)
+    monkeypatch.setattr(L.LBFGSDescent, 'restart', restart)
+    monkeypatch.setattr(L.LBFGSDescent, 'advance', logged_advance)
+    monkeypatch.setattr(L.LBFGSDescent, 'judge', logged_judge)
+    monkeypatch.setattr(L, 'converged', logged_converged)
+    r = lddmm_register(F, M, quiet=True, metric='ssd', scales=[1], iters=[12], sigma=0.05, nsteps=2,
+                       lbfgs=lbfgs, tol=1e-9)
+    at = [i for i, e in enumerate(log) if e[0] == 'refined']
+    assert len(at) == 1 and log[at[0]][1] == 4
+    assert r.config['nsteps_used'] == [4]
+    before, after = log[:at[0]], log[at[0] + 1:]
+    accepted = len([e for e in before if e[0] == 'converged?'])
+    assert accepted >= 2                          # the refinement came after some iterations
+    # the convergence window: from 0 before, from the refinement's iteration after
+    assert all(e[2] == 0 for e in before if e[0] == 'converged?')
+    later = [e for e in after if e[0] == 'converged?']
+    assert later and all(e[2] == accepted for e in later)
+    if lbfgs:
+        # the level drops the history right at the refinement, with stored pairs in it, before
+        # the trial is judged (a failed quasi-Newton direction drops it too, in judge); the
+        # next direction is the gradient's with no pair, and pairs are stored again afterwards
+        assert log[at[0] + 1][0] == 'restart' and log[at[0] + 1][1] >= 1
+        assert max(e[2] for e in before if e[0] == 'direction') >= 1
+        nxt = [e for e in after if e[0] == 'direction']
+        assert nxt[0][1:] == ('gradient', 0)
+        assert max(e[2] for e in nxt) >= 1
+    else:
+        assert not any(e[0] in ('restart', 'direction') for e in log)
+    e = np.asarray(r.energy)
+    assert np.all(np.isfinite(e)) and e[-1] < e[0]
