@@ -302,7 +302,7 @@ def test_demo_rescan_quick(tmp_path):
                        capture_output=True, text=True, env=_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
-    assert s["metric"] == "lncc" and s["metric_params"] == {"lncc_radius": 2}
+    assert s["metric"] == "lncc" and s["metric_params"] == {"lncc_radius": 1}   # automatic at 4 mm
     assert s["phantom"]["rescan"]["gamma"] == 0.75
     err, ph = s["deformation_error_mm"], s["phantom"]
     assert err["mean_mm"] < 0.6 * ph["disp_brain_mean_mm"]

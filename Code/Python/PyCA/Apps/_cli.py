@@ -335,7 +335,8 @@ def add_metric_args(p, whose, default="the method's, auto"):
                         "ssd, ncc (global correlation), lncc (local correlation: robust to bias fields "
                         "and scanner changes), mi (mutual information: different contrasts)" % (whose, default))
     p.add_argument('--lncc-radius', default=None, type=str, metavar='R',
-                   help='lncc window radius in voxels of each scale (default 2)')
+                   help='lncc window radius in voxels of each scale (default 0: automatic, 1 where the fixed '
+                        'image\'s finest spacing is 1.5 mm or more, else 2)')
     p.add_argument('--mi-bins', default=None, type=str, metavar='B',
                    help='mi histogram bins per image (default 32)')
 

@@ -58,7 +58,7 @@ SCHEMA = Schema(
     kernel(alpha=1.0, beta=0.0,      # L = -alpha lap - beta grad div + gamma
            gamma=0.01),              # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
     device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
-    metric('auto', lncc_radius=2, mi_bins=32),   # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
+    metric('auto', lncc_radius=0, mi_bins=32),   # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
 )
 
 #: Parameters of :func:`elastic_register` and their defaults (also the keys a

@@ -90,7 +90,7 @@ SCHEMA = Schema(
     device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     {'compute_inverse': Param(True),              # maintain hinv (one extra composition per iteration)
      'inverse_iters': Param(5, non_negative)},    # final fixed-point polishing iterations of hinv
-    metric('auto', lncc_radius=2, mi_bins=32),    # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
+    metric('auto', lncc_radius=0, mi_bins=32),    # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
     {'fft_pad': Param(True)},   # register on a grid padded at the far end to FFT-friendly sizes
                                 # (the fluid kernel's transforms), h and hinv cropped back
 )

@@ -163,7 +163,7 @@ SCHEMA = Schema(
      'max_nsteps': Param(64, at_least(1))},  # the most time steps the adaptive shooting may take
     device(),                          # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
     {'smooth_scales': Param(True)},    # Gaussian pre-smoothing when down-sampling
-    metric('auto', lncc_radius=2, mi_bins=32),  # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
+    metric('auto', lncc_radius=0, mi_bins=32),  # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);
                                        #   every metric's energy is in SSD units, so sigma keeps its meaning
     {'fft_pad': Param(True)},          # register on a grid padded at the far end (edge replicated) to
                                        #   sizes whose FFT is fast at every scale (fft_size: 99x117x95 ->

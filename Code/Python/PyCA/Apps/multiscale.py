@@ -25,7 +25,7 @@ import PyCA.Core as ca
 from ._common import (RegistrationResult, ConfigError, Progress, Timer, check_pair, compute_mem_type,
                       ensure_thread_memory_manager, fft_size, make_multiscale, make_resampler,
                       on_mem, padded_run, release_unused_scratch)
-from .metrics import make_metric
+from .metrics import make_metric, resolve_lncc_radius
 from .memory import check_memory
 
 __all__ = ['Level', 'History', 'Method', 'register_levels', 'used_spacings', 'min_spacing', 'max_voxel_disp',
@@ -301,6 +301,8 @@ def register_levels(cls, register, fixed, moving, config=None, quiet=False, para
     cfg = cls.schema.merge(config, params)
     cfg = cls.adjust(cfg, params or {}, extra or {})
     mType = compute_mem_type(cfg['device'], fixed)
+    # 0: automatic from the fixed image's spacing; the result's config records the value used
+    cfg['lncc_radius'] = resolve_lncc_radius(cfg['lncc_radius'], fixed.grid())
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     check_memory(cls, cfg, fixed.grid(), mType)    # predicted peak vs max_memory, before any work
     timer = Timer()

@@ -139,17 +139,18 @@ def multiscale(scales, iters):
             'iters': Param(list(iters), non_negative, per_scale=True)}
 
 
-def metric(name='auto', lncc_radius=2, mi_bins=32):
+def metric(name='auto', lncc_radius=0, mi_bins=32):
     """The similarity metric (PyCA.Apps.metrics): ``metric`` ('auto', 'lncc',
     'ssd', 'ncc' or 'mi'; 'auto' is LNCC, or LNCC plus global NCC where
     either image is piecewise constant -- chosen from the data), ``lncc_radius``
-    (window radius in voxels of each level, of 'lncc' and 'auto'), ``mi_bins``
+    (window radius in voxels of each level, of 'lncc' and 'auto'; 0: automatic from the
+    fixed image's spacing, :func:`~PyCA.Apps.metrics.resolve_lncc_radius`), ``mi_bins``
     (histogram bins); checked by :func:`~PyCA.Apps.metrics.make_metric` (one
     place, the driver's).
 
     Args:
         name (str): the default metric; default 'auto'.
-        lncc_radius (int): default window radius; default 2.
+        lncc_radius (int): default window radius; default 0 (automatic).
         mi_bins (int): default bins; default 32.
 
     Returns:
