@@ -726,17 +726,21 @@ def test_lbfgs_pairs_fit_the_memory_cap():
     assert lbfgs_pairs(5, (64, 64, 64), 0) == 0
 
 
+def _blob_pair(moving_x, n=24):
+    """(fixed, moving): host Gaussian blobs on an n^3 unit grid, the fixed one at x = 11,
+    the moving one at x = moving_x (y = z = 12)."""
+    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0), ca.Vec3Df(0.0, 0.0, 0.0))
+    z, y, x = np.mgrid[0:n, 0:n, 0:n].astype(np.float32)
+    F, M = ca.Image3D(grid, ca.MEM_HOST), ca.Image3D(grid, ca.MEM_HOST)
+    for im, c in ((F, 11.0), (M, moving_x)):
+        im.asnp()[...] = np.exp(-((x - c) ** 2 + (y - 12) ** 2 + (z - 12) ** 2) / 30.0).astype(np.float32).T
+    return F, M
+
+
 def test_lbfgs_registration_keeps_the_heavy_ball_where_no_pair_fits():
     """lbfgs_max_mb=0 gives the heavy-ball descent's registration exactly; the default
     history descends (energies never rise within a level)."""
-    n = 24
-    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0), ca.Vec3Df(0.0, 0.0, 0.0))
-    z, y, x = np.mgrid[0:n, 0:n, 0:n].astype(np.float32)
-    def blob(c):
-        return np.exp(-((x - c) ** 2 + (y - 12) ** 2 + (z - 12) ** 2) / 30.0).astype(np.float32)
-    F, M = ca.Image3D(grid, ca.MEM_HOST), ca.Image3D(grid, ca.MEM_HOST)
-    F.asnp()[...] = blob(11.0).T
-    M.asnp()[...] = blob(13.0).T
+    F, M = _blob_pair(13.0)
     kw = dict(quiet=True, metric='ssd', scales=[2, 1], iters=[10, 10], sigma=0.05)
     r_hb = lddmm_register(F, M, lbfgs=0, **kw)
     r_cap = lddmm_register(F, M, lbfgs_max_mb=0, **kw)
@@ -780,14 +784,7 @@ def test_time_step_refinement_restarts_the_history_and_the_convergence_window(mo
     iteration on only (``since``), and the level records the new time steps. The
     heavy-ball descent has no history to drop; its window moves the same way."""
     from PyCA.Apps import lddmm as L
-    n = 24
-    grid = ca.GridInfo(ca.Vec3Di(n, n, n), ca.Vec3Df(1.0, 1.0, 1.0), ca.Vec3Df(0.0, 0.0, 0.0))
-    z, y, x = np.mgrid[0:n, 0:n, 0:n].astype(np.float32)
-    def blob(c):
-        return np.exp(-((x - c) ** 2 + (y - 12) ** 2 + (z - 12) ** 2) / 30.0).astype(np.float32)
-    F, M = ca.Image3D(grid, ca.MEM_HOST), ca.Image3D(grid, ca.MEM_HOST)
-    F.asnp()[...] = blob(11.0).T
-    M.asnp()[...] = blob(13.5).T
+    F, M = _blob_pair(13.5)
     log = []
     trials = [0]
     refine = L.LDDMM._refine
