@@ -516,6 +516,7 @@ def test_lncc_radius_automatic_from_the_spacing():
     more than one voxel) is at least 1.5 mm, else 2; explicit radii are kept, and a
     registration's config records the radius it used."""
     from PyCA.Apps.metrics import resolve_lncc_radius, LNCC_RADIUS_COARSE_SPACING
+    from PyCA.Apps.multiscale import min_spacing
     from PyCA.Apps import greedy_register, lddmm_register
     from PyCA.Apps.lddmm import DEFAULTS as LD
     from PyCA.Apps.greedy import DEFAULTS as GD
@@ -523,14 +524,14 @@ def test_lncc_radius_automatic_from_the_spacing():
 
     def g(size, sp):
         return ca.GridInfo(ca.Vec3Di(*size), ca.Vec3Df(*sp), ca.Vec3Df(0.0, 0.0, 0.0))
-    assert resolve_lncc_radius(0, g((91, 109, 91), (2.0, 2.0, 2.0))) == 1
-    assert resolve_lncc_radius(None, g((182, 218, 182), (1.0, 1.0, 1.0))) == 2
-    assert resolve_lncc_radius(0, g((64, 64, 20), (1.0, 1.0, 3.0))) == 2        # the finest axis
-    assert resolve_lncc_radius(0, g((64, 64, 1), (2.0, 2.0, 1.0))) == 1         # 2-D: z ignored
-    assert resolve_lncc_radius(0, g((64, 64, 1), (1.5, 1.49, 0.1))) == 2
-    assert resolve_lncc_radius(0, g((256, 256, 1), (1.0, 1.0, 1.0))) == 2       # unit-spaced shapes
-    assert resolve_lncc_radius(3, g((64, 64, 64), (2.0, 2.0, 2.0))) == 3
-    assert resolve_lncc_radius('x', g((8, 8, 8), (2.0, 2.0, 2.0))) == 'x'       # make_metric refuses it
+    assert resolve_lncc_radius(0, min_spacing(g((91, 109, 91), (2.0, 2.0, 2.0)))) == 1
+    assert resolve_lncc_radius(None, min_spacing(g((182, 218, 182), (1.0, 1.0, 1.0)))) == 2
+    assert resolve_lncc_radius(0, min_spacing(g((64, 64, 20), (1.0, 1.0, 3.0)))) == 2    # the finest axis
+    assert resolve_lncc_radius(0, min_spacing(g((64, 64, 1), (2.0, 2.0, 1.0)))) == 1     # 2-D: z ignored
+    assert resolve_lncc_radius(0, min_spacing(g((64, 64, 1), (1.5, 1.49, 0.1)))) == 2
+    assert resolve_lncc_radius(0, min_spacing(g((256, 256, 1), (1.0, 1.0, 1.0)))) == 2   # unit-spaced shapes
+    assert resolve_lncc_radius(3, min_spacing(g((64, 64, 64), (2.0, 2.0, 2.0)))) == 3
+    assert resolve_lncc_radius('x', 2.0) == 'x'                                          # make_metric refuses it
     rng = np.random.default_rng(0)
     a = ndimage.gaussian_filter(rng.random((32, 32)), 2.0)
     for sp, want in ((2.0, 1), (1.0, 2)):
@@ -538,4 +539,5 @@ def test_lncc_radius_automatic_from_the_spacing():
         M = ImFromNPArr(np.roll(a, 1, 0)[:, :, None].astype(np.float32), ca.MEM_HOST, [sp, sp, 1.0])
         assert greedy_register(F, M, quiet=True, iters=[2], scales=[1]).config['lncc_radius'] == want
         assert lddmm_register(F, M, quiet=True, iters=[1], scales=[1]).config['lncc_radius'] == want
-        assert greedy_register(F, M, quiet=True, iters=[2], scales=[1], lncc_radius=3).config['lncc_radius'] == 3
+        r = greedy_register(F, M, quiet=True, iters=[2], scales=[1], lncc_radius=3)
+        assert r.config['lncc_radius'] == 3

@@ -108,10 +108,10 @@ AUTO_GLOBAL_WEIGHT = 1.0
 LNCC_RADIUS_COARSE_SPACING = 1.5
 
 
-def resolve_lncc_radius(radius, grid):
+def resolve_lncc_radius(radius, spacing):
     """The LNCC window radius (voxels of each level) a registration uses: ``radius``
-    itself, or for 0 (automatic; or None) 1 where the finest spacing of ``grid``
-    along its axes of more than one voxel is at least
+    itself, or for 0 (automatic; or None) 1 where ``spacing``, the fixed grid's finest
+    (``multiscale.min_spacing``: over its axes of more than one voxel), is at least
     :data:`LNCC_RADIUS_COARSE_SPACING` (1.5 mm), else 2. The window then spans about
     5 to 6 mm of the full-resolution image, and twice that at each coarser level.
 
@@ -126,15 +126,13 @@ def resolve_lncc_radius(radius, grid):
 
     Args:
         radius (int or None): the ``lncc_radius`` parameter (0 or None: automatic).
-        grid (GridInfo): the full-resolution fixed grid.
+        spacing (float): the full-resolution fixed grid's finest spacing (mm).
 
     Returns:
         the radius (anything but 0 or None unchanged: :func:`make_metric` checks it).
     """
     if radius is None or (isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius == 0):
-        size, sp = grid.size(), grid.spacing()
-        on = [float(s) for n, s in ((size.x, sp.x), (size.y, sp.y), (size.z, sp.z)) if int(n) > 1]
-        return 1 if on and min(on) >= LNCC_RADIUS_COARSE_SPACING else 2
+        return 1 if float(spacing) >= LNCC_RADIUS_COARSE_SPACING else 2
     return radius
 
 

@@ -302,7 +302,7 @@ def register_levels(cls, register, fixed, moving, config=None, quiet=False, para
     cfg = cls.adjust(cfg, params or {}, extra or {})
     mType = compute_mem_type(cfg['device'], fixed)
     # 0: automatic from the fixed image's spacing; the result's config records the value used
-    cfg['lncc_radius'] = resolve_lncc_radius(cfg['lncc_radius'], fixed.grid())
+    cfg['lncc_radius'] = resolve_lncc_radius(cfg['lncc_radius'], min_spacing(fixed.grid()))
     metric = make_metric(cfg['metric'], cfg['lncc_radius'], cfg['mi_bins'])
     check_memory(cls, cfg, fixed.grid(), mType)    # predicted peak vs max_memory, before any work
     timer = Timer()
