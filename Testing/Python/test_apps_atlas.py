@@ -432,9 +432,48 @@ def test_mpi_rank_failure_stops_the_job(files2d, tmp_path):
     bad.write_bytes(gzip.compress(raw[:len(raw) // 2]))
     r = _launch(2, ['--images', paths[0], paths[1], paths[2], str(bad), '--out', tmp_path / 'o',
                     '--iters', '2', '--quiet'] + CLI_REG, timeout=90)
+    # the ranks agree on the failed read (no Abort): every rank exits with
+    # status 1 and the failed rank alone prints its line
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith('pyca-atlas: error:')]
+    assert len(lines) == 1 and 'rank 1' in lines[0] and 'stopping all 2 ranks' in lines[0], r.stderr
+    assert 'Abort' not in r.stdout + r.stderr
+    assert not (tmp_path / 'o' / 'atlas.nii.gz').exists()
+
+
+def test_mpi_failure_in_an_iteration_aborts_with_its_line(files2d, tmp_path):
+    """A failure past the reads (rank 1's registration raises in atlas
+    iteration 1) ends the job by Abort, and the failing rank's line still
+    reaches the launcher's stderr (it waits ABORT_DRAIN_SECONDS first)."""
+    d, paths = files2d
+    script = tmp_path / 'fail_in_iteration.py'
+    script.write_text(
+        "import sys\n"
+        "from mpi4py import MPI\n"
+        "import PyCA.Apps.atlas as atlas, PyCA.Apps.atlas_methods as am\n"
+        "for cls in am.ATLAS_METHODS.values():\n"
+        "    orig = cls.iterate\n"
+        "    def iterate(self, a, k, orig=orig):\n"
+        "        if k == 1 and MPI.COMM_WORLD.Get_rank() == 1:\n"
+        "            raise MemoryError('injected failure in iteration 1')\n"
+        "        return orig(self, a, k)\n"
+        "    cls.iterate = iterate\n"
+        "sys.exit(atlas.main(sys.argv[1:]))\n")
+    mpiexec = _mpiexec()
+    if mpiexec is None or not _has_mpi4py():
+        pytest.skip('mpiexec and mpi4py with an MPI library are needed (pip install mpi4py mpich)')
+    cmd = [mpiexec, '-n', '2'] + (['--oversubscribe'] if _accepts_oversubscribe(mpiexec) else [])
+    cmd += [sys.executable, str(script), '--images'] + paths[:4] + \
+        ['--out', str(tmp_path / 'o'), '--iters', '3', '--quiet'] + CLI_REG
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
+    except subprocess.TimeoutExpired:
+        pytest.fail('mpiexec did not finish in 120 s (a hang)')
     assert r.returncode != 0
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith('pyca-atlas: error:')]
-    assert lines and 'rank 1' in lines[0], r.stderr
+    assert len(lines) == 1, r.stdout + r.stderr
+    assert 'rank 1: MemoryError: injected failure in iteration 1 (stopping all 2 ranks)' in lines[0]
+    assert not (tmp_path / 'o' / 'atlas.nii.gz').exists()
 
 
 def test_mpi_3d_atlas_equals_single_process(tmp_path):

@@ -157,6 +157,9 @@ def test_serial_comm_and_rank_context_without_mpi4py():
             "c = p.RankContext(w)\n"
             "assert (c.rank, c.size) == (0, 1) and c.sumf(2) == 2.0 and type(c.sumf(2)) is float\n"
             "assert c.bcast([1]) == [1] and c.all_ok(1) is True and c.all_ok(0) is False\n"
+            "assert c.first_failure(None) is None\n"
+            "assert c.first_failure(OSError('bad\\n  file')) == (0, 'OSError: bad file')\n"
+            "assert c.first_failure(ValueError()) == (0, 'ValueError: ValueError')\n"
             "c.barrier()\n"
             "im = ca.Image3D(ca.GridInfo(ca.Vec3Di(3, 2, 1)), ca.MEM_HOST)\n"
             "s = p.Sum64(c, im)\n"
@@ -215,6 +218,10 @@ assert par.ReduceFloat(rank + 0.5) == sum(r + 0.5 for r in range(size))
 ctx = par.RankContext(comm)
 assert (ctx.rank, ctx.size) == (rank, size) and ctx.sumf(rank) == sum(range(size))
 assert ctx.bcast(rank) == 0 and ctx.all_ok(True) and not ctx.all_ok(rank != size - 1)
+# the lowest failed rank, the same on every rank; None when none failed
+assert ctx.first_failure(None) is None
+bad = (lambda r: OSError('rank %d failed' % r) if r >= size // 2 else None)
+assert ctx.first_failure(bad(rank)) == (size // 2, 'OSError: rank %d failed' % (size // 2)), rank
 ctx.barrier()
 acc = par.Sum64(ctx, im)
 im.asnp()[...] = rank + 0.25

@@ -95,9 +95,12 @@ same as an uninterrupted run's, so the final atlas is the same (bitwise in
 one process with the same thread count and FFT plans).
 
 Failure. In a run over several ranks, an exception on any rank prints one
-line ``pyca-atlas: error: rank R: ...`` on stderr and calls
-``comm.Abort(1)``, so the job ends instead of the other ranks waiting in the
-next Allreduce forever.
+line ``pyca-atlas: error: rank R: ...`` on stderr and the job ends instead of
+the other ranks waiting in the next Allreduce forever. Where each rank only
+reads (its subjects, its checkpoint state) the ranks agree on the outcome
+(one allgather): every rank raises :class:`RankFailure` and exits normally
+(status 1). Elsewhere the failing rank calls ``comm.Abort(1)``, one second
+(``ABORT_DRAIN_SECONDS``) after its line so that the launcher forwards it.
 
 Outputs (``out``; rank 0 writes shared files, every rank its subjects'):
 ``atlas.nii.gz``, ``atlas_iter_K.nii.gz`` (K = 0 is the initial mean, K = k+1
@@ -126,9 +129,9 @@ import numpy as np
 
 import PyCA.Core as ca
 
-from ._cli import (BIAS_CORRECT_DEFAULT, MATCH_HISTOGRAM_DEFAULT, Parser, UsageError, add_metric_args,
-                   add_preparation_args, check_outdir, error_status, parse_args, parse_int, parse_value,
-                   run_cli)
+from ._cli import (BIAS_CORRECT_DEFAULT, EXIT_FAILED, MATCH_HISTOGRAM_DEFAULT, Parser, UsageError,
+                   add_metric_args, add_preparation_args, check_outdir, error_status, parse_args, parse_int,
+                   parse_value, run_cli)
 from PyCA.Parallel import GetWorld, RankContext, Sum64
 
 from . import checkpoints
@@ -139,7 +142,7 @@ from .atlas_methods import (ATLAS_LDDMM_INVERSE_ITERS, ATLAS_LDDMM_NSTEPS, ATLAS
 from .checkpoints import copy_to, on_host
 from .outputs import jsonable
 
-__all__ = ['DEFAULTS', 'AtlasResult', 'build_atlas', 'main', 'main_entry']
+__all__ = ['DEFAULTS', 'AtlasResult', 'RankFailure', 'build_atlas', 'main', 'main_entry']
 
 PROG = 'pyca-atlas'
 METHODS = tuple(ATLAS_METHODS)   # 'greedy', 'lddmm' (atlas_methods)
@@ -222,11 +225,34 @@ class AtlasResult:
 
 # --------------------------------------------------------------------------- communication
 
+#: Seconds a failing rank waits between its error line and ``Abort``: the
+#: launcher's proxy forwards a rank's stderr through a pipe, and an abort that
+#: kills the job first can lose the line (seen once under a loaded CI machine).
+ABORT_DRAIN_SECONDS = 1.0
+
+
+class RankFailure(RuntimeError):
+    """Raised on every rank when a per-rank step (loading its subjects, its
+    checkpoint state) failed on one of them; that rank printed the line.
+
+    Attributes:
+        rank (int): the lowest rank that failed.
+        line (str): its exception, ``'Type: message'``.
+    """
+
+    def __init__(self, rank, line):
+        super().__init__('rank %d: %s' % (rank, line))
+        self.rank, self.line = rank, line
+
+
+def _rank_line(rank, size, line):
+    sys.stderr.write('%s: error: rank %d: %s (stopping all %d ranks)\n' % (PROG, rank, line, size))
+    sys.stderr.flush()
+
+
 def _abort_line(ctx, e):
     msg = ' '.join(str(e).split()) or type(e).__name__
-    sys.stderr.write('%s: error: rank %d: %s: %s (stopping all %d ranks)\n'
-                     % (PROG, ctx.rank, type(e).__name__, msg, ctx.size))
-    sys.stderr.flush()
+    _rank_line(ctx.rank, ctx.size, '%s: %s' % (type(e).__name__, msg))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -494,15 +520,37 @@ class _Run:
         self.direction = None    # the direction cosines of the outputs
 
     def fail(self, e):
-        """Ends the run with the exception ``e`` (on several ranks: one line, then Abort)."""
+        """Ends the run with the exception ``e`` (on several ranks: one line,
+        then Abort; a RankFailure, which every rank raises alike, without)."""
         if self.stage is not None:
             # a failed run leaves no output; a resumable one (checkpoints)
             # leaves its stage for the resume to take its iteration atlases from
             self.stage.release() if self.checkpoint_every else self.stage.abort()
-        if self.ctx.size > 1:
+        if self.ctx.size > 1 and not isinstance(e, RankFailure):
             _abort_line(self.ctx, e)
+            time.sleep(ABORT_DRAIN_SECONDS)
             self.ctx.comm.Abort(1)
+            os._exit(1)   # an Abort that returned (MPICH's can): no second line from this rank
         raise e
+
+    def agreed(self, step):
+        """``step()`` on every rank, then one allgather: when it failed on any
+        rank, the lowest such rank prints the line and every rank raises
+        :class:`RankFailure` (all ranks end normally, no Abort); in one
+        process its exception propagates."""
+        try:
+            return_value, err = step(), None
+        except Exception as e:  # noqa: BLE001
+            if self.ctx.size == 1:
+                raise
+            return_value, err = None, e
+        failed = self.ctx.first_failure(err)
+        if failed is None:
+            return return_value
+        rank, line = failed
+        if rank == self.ctx.rank:
+            _rank_line(rank, self.ctx.size, line)
+        raise RankFailure(rank, line) from err
 
     def open_stage(self, atlas, k0):
         """The staging folder of every output of the run (the per-iteration
@@ -544,9 +592,11 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     ``extra``: entries added to atlas_summary.json. The method's work (the
     registrations, the atlas update) is its ``atlas_methods`` class.
 
-    With several ranks an exception on any rank prints one line and calls
-    ``comm.Abort(1)`` (the whole job stops rather than hangs); in one
-    process it propagates. Returns an :class:`AtlasResult`.
+    With several ranks an exception on any rank prints one line and the
+    whole job stops rather than hangs: a failure to read a rank's subjects or
+    checkpoint state raises :class:`RankFailure` on every rank, any other
+    calls ``comm.Abort(1)``; in one process it propagates. Returns an
+    :class:`AtlasResult`.
 
     Args:
         images (list of Image3D or str): the subjects, all on one grid, or their file paths; every
@@ -571,6 +621,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
         ConfigError: unknown or bad parameters, or a checkpoint of another run.
         TypeError or ValueError: images that are not Image3Ds or paths, or on different grids.
         OSError: an output that cannot be written.
+        RankFailure: (several ranks) a rank's subjects or checkpoint state could not be read.
     """
     t_start = time.perf_counter()
     method = str(method).lower()
@@ -593,7 +644,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
     local = Distribute(n, ctx.size, ctx.rank)
     run = _Run(ctx, out, checkpoint_every, method, cfg, n)
     try:
-        subj, run.direction = _load_local(images, local, cfg, grid, mType)
+        subj, run.direction = run.agreed(lambda: _load_local(images, local, cfg, grid, mType))
         ensure_thread_memory_manager(grid, mType)
         mean = _mean_of(ctx, subj, local, grid, mType, n)
         atlas = ca.Image3D(grid, mType)
@@ -602,7 +653,7 @@ def build_atlas(images, method='greedy', config=None, quiet=False, comm=None, ou
         k0, state = 0, {}
         if js is not None:
             k0 = int(js['iteration'])
-            state = checkpoints.load_checkpoint(js, atlas, local, grid, mType)
+            state = run.agreed(lambda: checkpoints.load_checkpoint(js, atlas, local, grid, mType))
         updater = cls(ctx, subj, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state=state, history=js)
     except Exception as e:  # noqa: BLE001
         run.fail(e)
@@ -795,6 +846,8 @@ def _main(argv=None):
         res = build_atlas(files, method=args.method, config=cfg, quiet=quiet, comm=comm, out=args.out,
                           checkpoint_every=every, resume=args.resume,
                           extra=dict(images=[os.path.abspath(f) for f in files]))
+    except RankFailure:
+        return EXIT_FAILED       # the rank that failed printed the line
     except (KeyboardInterrupt, Exception) as e:  # noqa: BLE001  one line (a bug of ours too)
         return error_status(PROG, e, stage)
     if rank == 0:

@@ -152,6 +152,27 @@ class RankContext:
             return bool(ok)
         return all(self.comm.allgather(bool(ok)))
 
+    def first_failure(self, exc):
+        """The lowest rank whose step failed and its exception's line, the
+        same on every rank (one allgather), or None when no rank failed. A
+        step that only reads (a rank's own subjects, its checkpoint state)
+        then ends alike on every rank, without ``Abort``.
+
+        Args:
+            exc (BaseException or None): this rank's exception, None if its step succeeded.
+
+        Returns:
+            tuple of (int, str) or None: (rank, ``'Type: message'``) of the lowest failed rank.
+        """
+        line = None
+        if exc is not None:
+            line = '%s: %s' % (type(exc).__name__, ' '.join(str(exc).split()) or type(exc).__name__)
+        lines = self.comm.allgather(line) if self.size > 1 else [line]
+        for r, ln in enumerate(lines):
+            if ln is not None:
+                return r, ln
+        return None
+
 
 class Sum64:
     """A float64 host accumulator of Image3Ds or Field3Ds, summed over the
