@@ -366,3 +366,46 @@ def test_greedy_fft_padding_on_an_awkward_grid():
     assert ep.mean() < 1.5 * eu.mean() + 0.02
     ref = map_coordinates(mov.astype(np.float32), to_np(rp.h), order=1, mode='nearest')
     np.testing.assert_allclose(to_np(rp.deformed), ref, atol=2e-4)
+
+
+@pytest.mark.parametrize('dim,extra', [(2, {}), (3, {}), (2, {'field_sigma': 0.0})])
+def test_greedy_keeps_the_grid_boundary_in_place(dim, extra):
+    """Greedy's displacement is zero on the grid's outer faces (the
+    stationary boundary) and not inside: h against NumPy's identity grid."""
+    f, m, _, X = make_pair(dim, 24 if dim == 3 else 48, amp=3.0)
+    r = greedy_register(*as_images(f, m), quiet=True, scales=[2, 1], iters=[20, 10], **extra)
+    u = np.stack(to_np(r.h)) - np.stack(X)
+    faces = np.zeros(f.shape, bool)
+    for ax in range(dim):
+        sl = [slice(None)] * 3
+        for i in (0, -1):
+            sl[ax] = i
+            faces[tuple(sl)] = True
+    assert np.max(np.abs(u[:, faces])) == 0.0
+    assert np.max(np.abs(u[:, ~faces])) > 0.2     # it did register inside
+
+
+def test_greedy_does_not_fold_the_edge_of_a_1mm_slice():
+    """A 1 mm MNI slice warped by a smooth 16 mm deformation: the fluid kernel
+    pulls the grid's edge, which folded 92 background voxels on the first row
+    before the boundary was held in place; none now, and the error in the
+    brain stays below 0.35 mm (measured 0.25)."""
+    from PyCA.Apps import phantom
+    t1, mask = phantom.load_mni(1.0)
+    z = t1.size().z // 2
+    F = np.array(t1.asnp(), np.float64)[:, :, z]
+    inside = np.array(mask.asnp())[:, :, z] > 0
+    rng = np.random.default_rng(3)
+    X = np.mgrid[0:F.shape[0], 0:F.shape[1]].astype(np.float64)
+    for mm in (8.0, 16.0):      # the second draw of the slice study's generator
+        d = [gaussian_filter(rng.standard_normal(F.shape), 20.0) for _ in range(2)]
+    d = [x * (mm / max(np.abs(d[0]).max(), np.abs(d[1]).max())) for x in d]
+    M = map_coordinates(F, [X[0] + d[0], X[1] + d[1]], order=3, mode='nearest')
+    r = register(image_from(F[:, :, None]), image_from(M[:, :, None]), method='greedy', quiet=True)
+    J = ca.Image3D(r.h.grid(), ca.MEM_HOST)
+    ca.JacDetH(J, r.h)
+    assert np.min(to_np(J)) > 0.0
+    hx = [c[:, :, 0] for c in to_np(r.h)[:2]]
+    err = np.sqrt(sum((map_coordinates(hx[i], [X[0] + d[0], X[1] + d[1]], order=1, mode='nearest') - X[i]) ** 2
+                      for i in range(2)))
+    assert err[inside].mean() < 0.35, err[inside].mean()

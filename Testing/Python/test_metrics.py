@@ -371,9 +371,12 @@ def test_lncc_recovers_a_deformation_under_a_bias_field_where_ssd_fails(method):
         errs[metric] = phantom.deformation_error(r.h, htrue)
     assert errs['lncc']['mean_mm'] < 0.5 * e_id['mean_mm'], errs
     assert errs['lncc']['p95_mm'] < 0.5 * e_id['p95_mm'], errs
-    # SSD is fooled by the bias: no better than 0.7 of doing nothing, and
-    # 1.5x LNCC's error at least
-    assert errs['ssd']['mean_mm'] > 0.7 * e_id['mean_mm'], errs
+    # SSD is fooled by the bias: no better than 0.55 of doing nothing, and
+    # 1.5x LNCC's error at least (measured: identity 1.47 mm; greedy SSD
+    # 0.96, LNCC 0.32 (SSD's error was above 0.7 of doing nothing before
+    # greedy held the grid's boundary in place: the bias dragged the edges
+    # too); elastic SSD 1.16, LNCC 0.60)
+    assert errs['ssd']['mean_mm'] > 0.55 * e_id['mean_mm'], errs
     assert errs['ssd']['mean_mm'] > 1.5 * errs['lncc']['mean_mm'], errs
 
 

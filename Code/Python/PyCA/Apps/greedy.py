@@ -42,6 +42,16 @@ circle -> C: 1.6 % of the mismatch left without it, 6.2 % with it).
 undone and the step halved (both step modes), so the energy never increases
 within a level. ``config['field_sigma_used']`` holds each level's value.
 
+Stationary boundary. Each step, and the smoothed displacement, are set to
+zero on the grid's outer faces (``BoundaryFaces``; none along a one-voxel
+axis): the fluid kernel spreads the force out to the edge of the grid, and an
+edge that moves while ``h`` is the identity outside the grid (the H-fields'
+partial-identity background) folds there. Measured on a 1 mm MNI slice under
+a 16 mm deformation: 92 folded voxels, all on the first row, before; none
+after, with the same error in the brain (0.26 / 0.71 mm before, 0.25 / 0.70
+after). Mean error on the 3-D demo pairs, before / after: clean 0.435 /
+0.428, rescanned 0.398 / 0.392, T2-like 1.555 / 1.560, 24 mm 1.137 / 1.146.
+
 Inverse. ``hinv`` (an H-field on the moving grid, ``hinv(h(x)) = x``)
 follows each accepted step to first order (ComposeVInvH) and is polished at
 the end by ``inverse_iters`` fixed-point iterations ``hinv <- hinv -
@@ -98,6 +108,42 @@ SCHEMA = Schema(
 #: Parameters of :func:`greedy_register` and their defaults (also the keys a
 #: config dict / YAML file may hold).
 DEFAULTS = SCHEMA.defaults()
+
+
+class BoundaryFaces:
+    """Zeroes a field on the outer faces of its grid (both faces of every
+    axis of more than one voxel) by ``SetSubVol_I`` of one zero slab per axis
+    (a face's worth of memory, not a grid's).
+
+    Args:
+        grid (GridInfo): the grid of the fields it zeroes.
+        mType (MemoryType): their memory type.
+    """
+
+    def __init__(self, grid, mType):
+        n = grid.size()
+        self.n = (n.x, n.y, n.z)
+        self.slabs = []
+        for ax in range(3):
+            if self.n[ax] < 2:
+                continue
+            sz = list(self.n)
+            sz[ax] = 1
+            f = ca.Field3D(ca.GridInfo(ca.Vec3Di(*sz)), mType)
+            ca.SetMem(f, ca.Vec3Df(0, 0, 0))
+            for start in (0, self.n[ax] - 1):
+                st = [0, 0, 0]
+                st[ax] = start
+                self.slabs.append((f, ca.Vec3Di(*st)))
+
+    def zero(self, field):
+        """Sets ``field`` (a displacement or a step, on the grid) to 0 on the faces.
+
+        Args:
+            field (Field3D): the field, changed in place.
+        """
+        for f, st in self.slabs:
+            ca.SetSubVol_I(field, f, st)
 
 
 class Greedy(Method):
@@ -225,6 +271,7 @@ class Greedy(Method):
         self.sigmas.append(sigma)
         filt = gaussian_filter_of(g, self.mType, sigma) if sigma > 0 else None
         undo = filt is None
+        faces = BoundaryFaces(g, self.mType)
         e_prev, pending = None, False   # pending: gU is in h but not yet checked
         for _ in range(level.iters):
             e = self._evaluate(I0, I1)
@@ -245,6 +292,7 @@ class Greedy(Method):
             if not m > 0.0:
                 continue                # zero gradient: nothing to do
             ca.MulC_I(gU, cap / m if step == 0.0 else min(step, cap / m))
+            faces.zero(gU)              # the boundary stays in place (module notes)
             ca.ComposeHV(hprev, h, gU)
             if filt is None:
                 h.swap(hprev)           # h: new, hprev: old
@@ -252,6 +300,7 @@ class Greedy(Method):
                 # h = x + G_sigma * (new h - x); Idef is free until the next evaluation
                 ca.HtoV_I(hprev)
                 filt.filter(h, hprev, self.Idef)
+                faces.zero(h)
                 ca.VtoH_I(h)
             pending = True
         if pending:                     # check the level's last update
