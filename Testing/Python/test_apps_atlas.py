@@ -357,7 +357,8 @@ def _has_mpi4py():
         return False
 
 
-def _launch(n, args, timeout=120):
+def _launch(n, args, timeout=120, script=None):
+    """`mpiexec -n n` of the atlas command (or of `script`, a Python file) with `args`."""
     mpiexec = _mpiexec()
     if mpiexec is None:
         pytest.skip('mpiexec not found (pip install mpich, or apt-get install openmpi-bin)')
@@ -366,7 +367,7 @@ def _launch(n, args, timeout=120):
     cmd = [mpiexec, '-n', str(n)]
     if n > 1 and _accepts_oversubscribe(mpiexec):
         cmd.append('--oversubscribe')
-    cmd += [sys.executable, '-m', 'PyCA.Apps.atlas'] + [str(a) for a in args]
+    cmd += [sys.executable] + ([str(script)] if script else ['-m', 'PyCA.Apps.atlas']) + [str(a) for a in args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
     except subprocess.TimeoutExpired:
@@ -459,16 +460,8 @@ def test_mpi_failure_in_an_iteration_aborts_with_its_line(files2d, tmp_path):
         "        return orig(self, a, k)\n"
         "    cls.iterate = iterate\n"
         "sys.exit(atlas.main(sys.argv[1:]))\n")
-    mpiexec = _mpiexec()
-    if mpiexec is None or not _has_mpi4py():
-        pytest.skip('mpiexec and mpi4py with an MPI library are needed (pip install mpi4py mpich)')
-    cmd = [mpiexec, '-n', '2'] + (['--oversubscribe'] if _accepts_oversubscribe(mpiexec) else [])
-    cmd += [sys.executable, str(script), '--images'] + paths[:4] + \
-        ['--out', str(tmp_path / 'o'), '--iters', '3', '--quiet'] + CLI_REG
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
-    except subprocess.TimeoutExpired:
-        pytest.fail('mpiexec did not finish in 120 s (a hang)')
+    r = _launch(2, ['--images'] + paths[:4] + ['--out', tmp_path / 'o', '--iters', '3', '--quiet'] + CLI_REG,
+                script=script)
     assert r.returncode != 0
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith('pyca-atlas: error:')]
     assert len(lines) == 1, r.stdout + r.stderr

@@ -133,6 +133,7 @@ from ._cli import (BIAS_CORRECT_DEFAULT, EXIT_FAILED, MATCH_HISTOGRAM_DEFAULT, P
                    add_metric_args, add_preparation_args, check_outdir, error_status, parse_args, parse_int,
                    parse_value, run_cli)
 from PyCA.Parallel import GetWorld, RankContext, Sum64
+from PyCA.Parallel.comm import exception_line
 
 from . import checkpoints
 from ._common import (ConfigError, Progress, compute_mem_type, ensure_thread_memory_manager,
@@ -248,11 +249,6 @@ class RankFailure(RuntimeError):
 def _rank_line(rank, size, line):
     sys.stderr.write('%s: error: rank %d: %s (stopping all %d ranks)\n' % (PROG, rank, line, size))
     sys.stderr.flush()
-
-
-def _abort_line(ctx, e):
-    msg = ' '.join(str(e).split()) or type(e).__name__
-    _rank_line(ctx.rank, ctx.size, '%s: %s' % (type(e).__name__, msg))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -527,7 +523,7 @@ class _Run:
             # leaves its stage for the resume to take its iteration atlases from
             self.stage.release() if self.checkpoint_every else self.stage.abort()
         if self.ctx.size > 1 and not isinstance(e, RankFailure):
-            _abort_line(self.ctx, e)
+            _rank_line(self.ctx.rank, self.ctx.size, exception_line(e))
             time.sleep(ABORT_DRAIN_SECONDS)
             self.ctx.comm.Abort(1)
             os._exit(1)   # an Abort that returned (MPICH's can): no second line from this rank

@@ -122,16 +122,16 @@ class BoundaryFaces:
 
     def __init__(self, grid, mType):
         n = grid.size()
-        self.n = (n.x, n.y, n.z)
+        n = (n.x, n.y, n.z)
         self.slabs = []
         for ax in range(3):
-            if self.n[ax] < 2:
+            if n[ax] < 2:
                 continue
-            sz = list(self.n)
+            sz = list(n)
             sz[ax] = 1
             f = ca.Field3D(ca.GridInfo(ca.Vec3Di(*sz)), mType)
             ca.SetMem(f, ca.Vec3Df(0, 0, 0))
-            for start in (0, self.n[ax] - 1):
+            for start in (0, n[ax] - 1):
                 st = [0, 0, 0]
                 st[ax] = start
                 self.slabs.append((f, ca.Vec3Di(*st)))

@@ -90,6 +90,19 @@ def GetWorld():
         return SerialComm()
 
 
+def exception_line(exc):
+    """An exception as one line, ``'Type: message'`` (its whitespace runs
+    folded to one space; the type's name where the message is empty).
+
+    Args:
+        exc (BaseException): the exception.
+
+    Returns:
+        str: the line.
+    """
+    return '%s: %s' % (type(exc).__name__, ' '.join(str(exc).split()) or type(exc).__name__)
+
+
 class RankContext:
     """A communicator with its rank and size, and the collective steps of a
     program that runs on one or several ranks; on one rank none of them
@@ -164,9 +177,7 @@ class RankContext:
         Returns:
             tuple of (int, str) or None: (rank, ``'Type: message'``) of the lowest failed rank.
         """
-        line = None
-        if exc is not None:
-            line = '%s: %s' % (type(exc).__name__, ' '.join(str(exc).split()) or type(exc).__name__)
+        line = None if exc is None else exception_line(exc)
         lines = self.comm.allgather(line) if self.size > 1 else [line]
         for r, ln in enumerate(lines):
             if ln is not None:
