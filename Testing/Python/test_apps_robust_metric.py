@@ -267,8 +267,9 @@ def _register(F, M, method, **kw):
 
 
 # the measured mismatch ratios left with the defaults (2 CPU cores; 256 x 256):
-#   fixed circle, moving C:   lddmm 0.090 (lncc before: 0.83),  greedy 0.016 (lncc before: 0.88)
-#   fixed C, moving circle:   lddmm 0.181 (lncc before: 0.99),  greedy 0.0017 (lncc before: 0.98)
+#   fixed circle, moving C:   lddmm 0.094 (lncc before: 0.83),  greedy 0.016 (lncc before: 0.88)
+#   fixed C, moving circle:   lddmm 0.153 (lncc before: 0.99),  greedy 0.0017 (lncc before: 0.98)
+# (lddmm with max_cfl 0.8; with 0.5: 0.090 and 0.181)
 # (lddmm: with its L-BFGS default; the heavy-ball descent gave 0.076 and 0.188)
 # (greedy: 0.016 and 0.0017 since its 2-D coarse steps are max_step voxels of the level, not
 # of the absent z axis, and its schedule [100, 80, 20]; its displacement smoothing is off on
