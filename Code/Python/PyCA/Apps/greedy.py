@@ -55,8 +55,11 @@ after). Mean error on the 3-D demo pairs, before / after: clean 0.435 /
 Inverse. ``hinv`` (an H-field on the moving grid, ``hinv(h(x)) = x``)
 follows each accepted step to first order (ComposeVInvH) and is polished at
 the end by ``inverse_iters`` fixed-point iterations ``hinv <- hinv -
-(h o hinv - x)`` (ComposeHH), which bring ``hinv o h`` to the identity within
-the interpolation error (a few hundredths of a voxel).
+(h o hinv - x)`` (ComposeHH), then as many Newton-Schulz iterations
+``hinv <- hinv o (2x - h o hinv)`` (``polish_inverse``; one that folds hinv is
+undone), which bring ``h o hinv`` to the identity and ``hinv o h`` within
+the interpolation error (24 mm demo pair: 0.13 and 0.12 mm mean in the brain
+with the first alone, 0.0000 and 0.03 mm with both).
 
 Energy. The similarity metric's (``metric``: PyCA.Apps.metrics; ``ssd``,
 the legacy's, ``E = Sum2(I0 - I1 o h) * voxelVol``) at the current level (an
@@ -76,7 +79,7 @@ from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import RegistrationResult, kernel_of, gaussian_filter_of
+from ._common import RegistrationResult, kernel_of, gaussian_filter_of, polish_inverse
 from .multiscale import Method, register_levels, max_voxel_disp, check_single_level, check_warm_field
 from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, non_negative, positive
 
@@ -322,12 +325,15 @@ class Greedy(Method):
         h, hinv = self.h, self.hinv
         if self.want_inv:
             # polish the inverse: fixed-point iterations hinv <- hinv - (h o hinv - x)
+            # (they converge from a far start where h stretches less than twofold), then
+            # as many Newton-Schulz iterations (polish_inverse: fast near the inverse)
             ident = self.gI
             ca.SetToIdentity(ident)
             for _ in range(int(self.cfg['inverse_iters'])):
                 ca.ComposeHH(self.scratch, h, hinv)
                 ca.Sub_I(hinv, self.scratch)
                 ca.Add_I(hinv, ident)
+            polish_inverse(hinv, h, int(self.cfg['inverse_iters']), self.scratch)
         deformed = self.image()
         ca.ApplyH(deformed, moving, h)
         return dict(deformed=deformed, h=h, hinv=hinv,

@@ -73,7 +73,7 @@ import warnings
 
 import PyCA.Core as ca
 
-from ._common import ConfigError, kernel_of, scratch_field, scratch_image
+from ._common import ConfigError, kernel_of, polish_inverse, scratch_field, scratch_image
 from .memory import lbfgs_pairs
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
@@ -715,74 +715,6 @@ class Shooter:
         if precondition:
             self.K.applyOperator(mhat)                        # L m_hat(0)
         return mhat
-
-
-def polish_inverse(hinv, h, iters, scratch):
-    """Makes ``hinv`` the inverse of ``h`` (``h o hinv = x``) by at most
-    ``iters`` iterations of ``hinv <- hinv o (2x - h o hinv)`` from ``hinv``
-    itself. The residual ``r = h o hinv`` is near the identity, so ``2x - r``
-    is its inverse to second order (``InverseZerothOrder``); on an affine map
-    this is the Newton-Schulz iteration, whose error squares each time
-    whatever ``h``'s stretch (the plain ``hinv <- hinv - (h o hinv - x)``
-    diverges where ``h`` stretches more than twofold). Where the residual is
-    far from the identity (a disc pulled into a C: ``h`` stretches 300-fold
-    at the slit) it diverges locally and folds ``hinv``: an iteration after
-    which ``hinv``'s min det J off the grid's outer 2 voxels (where
-    ``2x - h o hinv`` samples ``hinv`` outside the grid) is <= 0 (and lower
-    than at the start) is undone, and the polishing stops there. The shooting's ``phi_1`` and ``phi_1^-1``
-    are two Euler integrations that differ by O(dt) (2 mm brain, 24 mm
-    deformation, 2 steps: ``h o hinv`` 1.6 mm from the identity on average
-    in the brain); polished, 0.02 mm (2 iterations kept: the third folded).
-
-    Args:
-        hinv (Field3D): the H-field to polish, in place.
-        h (Field3D): the H-field it inverts (same grid and memory type).
-        iters (int): the most iterations (0: none).
-        scratch (Field3D): overwritten; two more fields and an image are
-            borrowed while it runs.
-
-    Returns:
-        int: the iterations kept.
-    """
-    if iters <= 0:
-        return 0
-    g, mt = hinv.grid(), hinv.memType()
-    r, prev, jac = scratch_field(g, mt), scratch_field(g, mt), scratch_image(g, mt)
-    n = (g.size().x, g.size().y, g.size().z)
-    rim = []                                         # the outer 2 voxels of each face: ones
-    for ax in range(3):
-        if n[ax] > 4:
-            sz = list(n)
-            sz[ax] = 2
-            one = ca.Image3D(ca.GridInfo(ca.Vec3Di(*sz)), mt)
-            ca.SetMem(one, 1.0)
-            for start in (0, n[ax] - 2):
-                st = [0, 0, 0]
-                st[ax] = start
-                rim.append((one, ca.Vec3Di(*st)))
-
-    def min_jac():
-        # hinv's min det J off the rim: there 2x - h o hinv samples hinv outside the
-        # grid (its background), which a fold check must not read as a fold
-        ca.JacDetHVoxel(jac, hinv)
-        for one, st in rim:
-            ca.SetSubVol_I(jac, one, st)
-        return ca.Min(jac)
-
-    try:
-        jac0 = min_jac()
-        for k in range(int(iters)):
-            ca.Copy(prev, hinv)
-            ca.ComposeHH(r, h, hinv)
-            ca.InverseZerothOrder_I(r)               # 2x - h o hinv
-            ca.ComposeHH(scratch, hinv, r)
-            ca.Copy(hinv, scratch)
-            if not min_jac() > min(0.0, jac0):       # folded (or NaN): undone
-                ca.Copy(hinv, prev)
-                return k
-        return int(iters)
-    finally:
-        del r, prev, jac
 
 
 def velocity_change(kernel, direction, scratch, grid):
