@@ -285,7 +285,7 @@ def scratch_image(grid, mType):
     return ca.Image3D(grid, mType)
 
 
-def polish_inverse(hinv, h, iters, scratch):
+def polish_inverse(hinv, h, iters, scratch, r=None, jac=None):
     """Makes ``hinv`` the inverse of ``h`` (``h o hinv = x``) by at most
     ``iters`` iterations of ``hinv <- hinv o (2x - h o hinv)`` from ``hinv``
     itself. The residual ``r = h o hinv`` is near the identity, so ``2x - r``
@@ -294,10 +294,10 @@ def polish_inverse(hinv, h, iters, scratch):
     whatever ``h``'s stretch (the plain ``hinv <- hinv - (h o hinv - x)``
     diverges where ``h`` stretches more than twofold). Where the residual is
     far from the identity (a disc pulled into a C: ``h`` stretches 300-fold
-    at the slit) it diverges locally and folds ``hinv``: an iteration after
-    which ``hinv``'s min det J off the grid's outer 2 voxels (where
-    ``2x - h o hinv`` samples ``hinv`` outside the grid) is <= 0 (and lower
-    than at the start) is undone, and the polishing stops there. The shooting's ``phi_1`` and ``phi_1^-1``
+    at the slit) it diverges locally and folds ``hinv``: an iteration whose
+    result's min det J off the grid's outer 2 voxels (where ``2x - h o hinv``
+    samples ``hinv`` outside the grid) is <= 0 (and lower than at the start)
+    is not taken, and the polishing stops there. The shooting's ``phi_1`` and ``phi_1^-1``
     are two Euler integrations that differ by O(dt) (2 mm brain, 24 mm
     deformation, 2 steps: ``h o hinv`` 1.6 mm from the identity on average
     in the brain); polished, 0.02 mm (2 iterations kept: the third folded).
@@ -306,8 +306,9 @@ def polish_inverse(hinv, h, iters, scratch):
         hinv (Field3D): the H-field to polish, in place.
         h (Field3D): the H-field it inverts (same grid and memory type).
         iters (int): the most iterations (0: none).
-        scratch (Field3D): overwritten; two more fields and an image are
-            borrowed while it runs.
+        scratch (Field3D): overwritten (each iteration's candidate).
+        r (Field3D, optional): overwritten; default None: borrowed while it runs.
+        jac (Image3D, optional): overwritten; default None: borrowed while it runs.
 
     Returns:
         int: the iterations kept.
@@ -315,7 +316,8 @@ def polish_inverse(hinv, h, iters, scratch):
     if iters <= 0:
         return 0
     g, mt = hinv.grid(), hinv.memType()
-    r, prev, jac = scratch_field(g, mt), scratch_field(g, mt), scratch_image(g, mt)
+    r = scratch_field(g, mt) if r is None else r
+    jac = scratch_image(g, mt) if jac is None else jac
     n = (g.size().x, g.size().y, g.size().z)
     rim = []                                         # the outer 2 voxels of each face: ones
     for ax in range(3):
@@ -329,28 +331,26 @@ def polish_inverse(hinv, h, iters, scratch):
                 st[ax] = start
                 rim.append((one, ca.Vec3Di(*st)))
 
-    def min_jac():
-        # hinv's min det J off the rim: there 2x - h o hinv samples hinv outside the
+    def min_jac(f):
+        # f's min det J off the rim: there 2x - h o hinv samples hinv outside the
         # grid (its background), which a fold check must not read as a fold
-        ca.JacDetHVoxel(jac, hinv)
+        ca.JacDetHVoxel(jac, f)
         for one, st in rim:
             ca.SetSubVol_I(jac, one, st)
         return ca.Min(jac)
 
     try:
-        jac0 = min_jac()
+        jac0 = min_jac(hinv)
         for k in range(int(iters)):
-            ca.Copy(prev, hinv)
             ca.ComposeHH(r, h, hinv)
             ca.InverseZerothOrder_I(r)               # 2x - h o hinv
-            ca.ComposeHH(scratch, hinv, r)
-            ca.Copy(hinv, scratch)
-            if not min_jac() > min(0.0, jac0):       # folded (or NaN): undone
-                ca.Copy(hinv, prev)
+            ca.ComposeHH(scratch, hinv, r)           # the candidate
+            if not min_jac(scratch) > min(0.0, jac0):    # folded (or NaN): not taken
                 return k
+            ca.Copy(hinv, scratch)
         return int(iters)
     finally:
-        del r, prev, jac
+        del r, jac
 
 
 def release_unused_scratch():

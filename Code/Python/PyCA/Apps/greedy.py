@@ -333,7 +333,9 @@ class Greedy(Method):
                 ca.ComposeHH(self.scratch, h, hinv)
                 ca.Sub_I(hinv, self.scratch)
                 ca.Add_I(hinv, ident)
-            polish_inverse(hinv, h, int(self.cfg['inverse_iters']), self.scratch)
+            # (in the method's own buffers, free now: no memory beyond the iterations' peak)
+            polish_inverse(hinv, h, int(self.cfg['inverse_iters']), self.scratch, r=self.gI,
+                           jac=self.Idef)
         deformed = self.image()
         ca.ApplyH(deformed, moving, h)
         return dict(deformed=deformed, h=h, hinv=hinv,
