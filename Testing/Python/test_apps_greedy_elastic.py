@@ -409,3 +409,33 @@ def test_greedy_does_not_fold_the_edge_of_a_1mm_slice():
     err = np.sqrt(sum((map_coordinates(hx[i], [X[0] + d[0], X[1] + d[1]], order=1, mode='nearest') - X[i]) ** 2
                       for i in range(2)))
     assert err[inside].mean() < 0.35, err[inside].mean()
+
+
+@pytest.mark.parametrize('field,width,value,min_len', [(True, 1, 0.0, 2), (False, 2, 1.0, 5)])
+def test_face_slabs_set_exactly_the_outer_faces(field, width, value, min_len):
+    """FaceSlabs (greedy's boundary, polish_inverse's rim) against a NumPy
+    mask: the outer ``width`` voxels of each axis of at least ``min_len``
+    voxels take the value, nothing else changes (a 4-voxel axis keeps its
+    faces when min_len is 5)."""
+    from PyCA.Apps._common import FaceSlabs
+    shape = (7, 6, 4)
+    g = grid(*shape)
+    rng = np.random.default_rng(0)
+    ref = [rng.standard_normal(shape).astype(np.float32) for _ in range(3 if field else 1)]
+    if field:
+        vol = ca.Field3D(g, ca.MEM_HOST)
+        for a, c in zip(vol.asnp(), ref):
+            a[...] = c
+    else:
+        vol = image_from(ref[0], g)
+    FaceSlabs(g, ca.MEM_HOST, width=width, value=value, field=field, min_len=min_len).fill(vol)
+    mask = np.zeros(shape, bool)
+    for ax, n in enumerate(shape):
+        if n >= min_len:
+            idx = [slice(None)] * 3
+            idx[ax] = np.r_[0:width, n - width:n]
+            mask[tuple(idx)] = True
+    got = to_np(vol) if field else [to_np(vol)]
+    for a, c in zip(got, ref):
+        np.testing.assert_array_equal(a[mask], value)
+        np.testing.assert_array_equal(a[~mask], c[~mask])

@@ -25,7 +25,7 @@ import PyCA.Core as ca
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
            'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of', 'gaussian_filter_of',
            'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'release_unused_scratch',
-           'scratch_field', 'scratch_image', 'polish_inverse',
+           'scratch_field', 'scratch_image', 'polish_inverse', 'FaceSlabs',
            'Progress', 'check_pair', 'mem_name', 'ConfigError']
 
 
@@ -285,22 +285,68 @@ def scratch_image(grid, mType):
     return ca.Image3D(grid, mType)
 
 
+class FaceSlabs:
+    """Sets a volume to a constant on the outer faces of its grid: both faces
+    of every axis of at least ``min_len`` voxels, ``width`` voxels deep, by
+    ``SetSubVol_I`` of one constant slab per axis (a face's worth of memory,
+    not a grid's). Greedy zeroes its steps on the faces with it
+    (``greedy.BoundaryFaces``); ``polish_inverse`` masks the rim of its
+    det J with it.
+
+    Args:
+        grid (GridInfo): the grid of the volumes it sets.
+        mType (MemoryType): their memory type.
+        width (int): the slabs' depth in voxels.
+        value (float): the value set (every component of a field).
+        field (bool): the volumes are Field3D (else Image3D).
+        min_len (int): axes shorter than this keep their faces.
+    """
+
+    def __init__(self, grid, mType, width=1, value=0.0, field=True, min_len=2):
+        n = grid.size()
+        n = (n.x, n.y, n.z)
+        self.slabs = []
+        for ax in range(3):
+            if n[ax] < min_len:
+                continue
+            sz = list(n)
+            sz[ax] = width
+            g = ca.GridInfo(ca.Vec3Di(*sz))
+            if field:
+                slab = ca.Field3D(g, mType)
+                ca.SetMem(slab, ca.Vec3Df(value, value, value))
+            else:
+                slab = ca.Image3D(g, mType)
+                ca.SetMem(slab, float(value))
+            for start in (0, n[ax] - width):
+                st = [0, 0, 0]
+                st[ax] = start
+                self.slabs.append((slab, ca.Vec3Di(*st)))
+
+    def fill(self, vol):
+        """Sets ``vol`` (on the grid, of the kind given) to the value on the faces.
+
+        Args:
+            vol (Field3D or Image3D): changed in place.
+        """
+        for slab, st in self.slabs:
+            ca.SetSubVol_I(vol, slab, st)
+
+
 def polish_inverse(hinv, h, iters, scratch, r=None, jac=None):
     """Makes ``hinv`` the inverse of ``h`` (``h o hinv = x``) by at most
     ``iters`` iterations of ``hinv <- hinv o (2x - h o hinv)`` from ``hinv``
-    itself. The residual ``r = h o hinv`` is near the identity, so ``2x - r``
-    is its inverse to second order (``InverseZerothOrder``); on an affine map
-    this is the Newton-Schulz iteration, whose error squares each time
-    whatever ``h``'s stretch (the plain ``hinv <- hinv - (h o hinv - x)``
+    itself. The residual ``r = h o hinv`` is near the identity, so
+    ``2x - r`` is its inverse to second order (``InverseZerothOrder``); on an
+    affine map this is the Newton-Schulz iteration, whose error squares each
+    time whatever ``h``'s stretch (the plain ``hinv <- hinv - (h o hinv - x)``
     diverges where ``h`` stretches more than twofold). Where the residual is
     far from the identity (a disc pulled into a C: ``h`` stretches 300-fold
-    at the slit) it diverges locally and folds ``hinv``: an iteration whose
-    result's min det J off the grid's outer 2 voxels (where ``2x - h o hinv``
-    samples ``hinv`` outside the grid) is <= 0 (and lower than at the start)
-    is not taken, and the polishing stops there. The shooting's ``phi_1`` and ``phi_1^-1``
-    are two Euler integrations that differ by O(dt) (2 mm brain, 24 mm
-    deformation, 2 steps: ``h o hinv`` 1.6 mm from the identity on average
-    in the brain); polished, 0.02 mm (2 iterations kept: the third folded).
+    at the slit) it diverges locally and folds ``hinv``: a candidate whose
+    min det J off the grid's outer 2 voxels (where ``2x - h o hinv`` samples
+    ``hinv`` outside the grid) is <= 0 (and lower than at the start) is not
+    taken, and the polishing stops there. LDDMM's and greedy's results use
+    it (their figures: their module notes).
 
     Args:
         hinv (Field3D): the H-field to polish, in place.
@@ -318,25 +364,13 @@ def polish_inverse(hinv, h, iters, scratch, r=None, jac=None):
     g, mt = hinv.grid(), hinv.memType()
     r = scratch_field(g, mt) if r is None else r
     jac = scratch_image(g, mt) if jac is None else jac
-    n = (g.size().x, g.size().y, g.size().z)
-    rim = []                                         # the outer 2 voxels of each face: ones
-    for ax in range(3):
-        if n[ax] > 4:
-            sz = list(n)
-            sz[ax] = 2
-            one = ca.Image3D(ca.GridInfo(ca.Vec3Di(*sz)), mt)
-            ca.SetMem(one, 1.0)
-            for start in (0, n[ax] - 2):
-                st = [0, 0, 0]
-                st[ax] = start
-                rim.append((one, ca.Vec3Di(*st)))
+    # the outer 2 voxels of each face: ones (there 2x - h o hinv samples hinv outside
+    # the grid, its background, which a fold check must not read as a fold)
+    rim = FaceSlabs(g, mt, width=2, value=1.0, field=False, min_len=5)
 
     def min_jac(f):
-        # f's min det J off the rim: there 2x - h o hinv samples hinv outside the
-        # grid (its background), which a fold check must not read as a fold
         ca.JacDetHVoxel(jac, f)
-        for one, st in rim:
-            ca.SetSubVol_I(jac, one, st)
+        rim.fill(jac)
         return ca.Min(jac)
 
     try:

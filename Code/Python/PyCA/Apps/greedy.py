@@ -56,8 +56,8 @@ Inverse. ``hinv`` (an H-field on the moving grid, ``hinv(h(x)) = x``)
 follows each accepted step to first order (ComposeVInvH) and is polished at
 the end by ``inverse_iters`` fixed-point iterations ``hinv <- hinv -
 (h o hinv - x)`` (ComposeHH), then as many Newton-Schulz iterations
-``hinv <- hinv o (2x - h o hinv)`` (``polish_inverse``; one that folds hinv is
-undone), which bring ``h o hinv`` to the identity and ``hinv o h`` within
+``hinv <- hinv o (2x - h o hinv)`` (``polish_inverse``; a candidate that
+folds hinv is not taken), which bring ``h o hinv`` to the identity and ``hinv o h`` within
 the interpolation error (24 mm demo pair: 0.13 and 0.12 mm mean in the brain
 with the first alone, 0.0000 and 0.03 mm with both).
 
@@ -79,7 +79,8 @@ from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import RegistrationResult, kernel_of, gaussian_filter_of, polish_inverse
+from ._common import (RegistrationResult, FaceSlabs, kernel_of, gaussian_filter_of,
+                      polish_inverse)
 from .multiscale import Method, register_levels, max_voxel_disp, check_single_level, check_warm_field
 from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, non_negative, positive
 
@@ -113,10 +114,10 @@ SCHEMA = Schema(
 DEFAULTS = SCHEMA.defaults()
 
 
-class BoundaryFaces:
+class BoundaryFaces(FaceSlabs):
     """Zeroes a field on the outer faces of its grid (both faces of every
-    axis of more than one voxel) by ``SetSubVol_I`` of one zero slab per axis
-    (a face's worth of memory, not a grid's).
+    axis of more than one voxel): ``_common.FaceSlabs`` of one-voxel zero
+    slabs (a face's worth of memory, not a grid's).
 
     Args:
         grid (GridInfo): the grid of the fields it zeroes.
@@ -124,20 +125,7 @@ class BoundaryFaces:
     """
 
     def __init__(self, grid, mType):
-        n = grid.size()
-        n = (n.x, n.y, n.z)
-        self.slabs = []
-        for ax in range(3):
-            if n[ax] < 2:
-                continue
-            sz = list(n)
-            sz[ax] = 1
-            f = ca.Field3D(ca.GridInfo(ca.Vec3Di(*sz)), mType)
-            ca.SetMem(f, ca.Vec3Df(0, 0, 0))
-            for start in (0, n[ax] - 1):
-                st = [0, 0, 0]
-                st[ax] = start
-                self.slabs.append((f, ca.Vec3Di(*st)))
+        super().__init__(grid, mType, width=1, value=0.0, field=True, min_len=2)
 
     def zero(self, field):
         """Sets ``field`` (a displacement or a step, on the grid) to 0 on the faces.
@@ -145,8 +133,7 @@ class BoundaryFaces:
         Args:
             field (Field3D): the field, changed in place.
         """
-        for f, st in self.slabs:
-            ca.SetSubVol_I(field, f, st)
+        self.fill(field)
 
 
 class Greedy(Method):
@@ -218,11 +205,18 @@ class Greedy(Method):
         if self.want_inv and self.init_hinv is not None:
             ca.Copy(hinv, self.init_hinv)
         elif self.want_inv:   # hinv from the identity by fixed-point iterations
-            ca.SetToIdentity(self.gI)
-            for _ in range(4 * max(1, int(self.cfg['inverse_iters']))):
-                ca.ComposeHH(self.scratch, h, hinv)
-                ca.Sub_I(hinv, self.scratch)
-                ca.Add_I(hinv, self.gI)
+            self._fixed_point_inverse(4 * max(1, int(self.cfg['inverse_iters'])))
+
+    def _fixed_point_inverse(self, iters):
+        """``iters`` plain fixed-point iterations ``hinv <- hinv - (h o hinv - x)``
+        (ComposeHH; ``gI`` and ``scratch`` overwritten): they converge from a far
+        start where h stretches less than twofold."""
+        h, hinv, ident = self.h, self.hinv, self.gI
+        ca.SetToIdentity(ident)
+        for _ in range(int(iters)):
+            ca.ComposeHH(self.scratch, h, hinv)
+            ca.Sub_I(hinv, self.scratch)
+            ca.Add_I(hinv, ident)
 
     def upsample(self, level, resampler):
         """h and hinv up-sampled onto the new level (``updateHField``).
@@ -324,15 +318,9 @@ class Greedy(Method):
         """
         h, hinv = self.h, self.hinv
         if self.want_inv:
-            # polish the inverse: fixed-point iterations hinv <- hinv - (h o hinv - x)
-            # (they converge from a far start where h stretches less than twofold), then
-            # as many Newton-Schulz iterations (polish_inverse: fast near the inverse)
-            ident = self.gI
-            ca.SetToIdentity(ident)
-            for _ in range(int(self.cfg['inverse_iters'])):
-                ca.ComposeHH(self.scratch, h, hinv)
-                ca.Sub_I(hinv, self.scratch)
-                ca.Add_I(hinv, ident)
+            # polish the inverse: fixed-point iterations (from a far start), then as
+            # many Newton-Schulz iterations (polish_inverse: fast near the inverse)
+            self._fixed_point_inverse(self.cfg['inverse_iters'])
             # (in the method's own buffers, free now: no memory beyond the iterations' peak)
             polish_inverse(hinv, h, int(self.cfg['inverse_iters']), self.scratch, r=self.gI,
                            jac=self.Idef)

@@ -1226,6 +1226,9 @@ class LDDMM(Method):
         out = self.image()
         ca.ApplyH(out, moving, h)
         velocity = self.field()
+        # hinv (phi_1, Lagrangian Euler) and h (phi_1^-1, Eulerian Euler) differ by O(dt):
+        # 24 mm demo pair, 2 steps, h o hinv 1.6 mm from x in the brain; polished 0.02 mm
+        # (2 iterations kept: the third candidate folded)
         polish_inverse(hinv, h, self.cfg['hinv_iters'], velocity)
         K.applyInverseOperator(velocity, self.m0)     # v_0 = K m0 (the shoot's own v_0 was scratch)
         return dict(deformed=out, h=h, hinv=hinv, momentum=self.m0, velocity=velocity,
