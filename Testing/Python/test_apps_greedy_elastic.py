@@ -170,16 +170,16 @@ def test_anisotropic_spacing():
 def test_greedy_step_is_clipped_to_max_step():
     f, mov, _, X = make_pair(2, 64)
     F, M = as_images(f, mov)
-    for step in (0.0, 1e6):
+    for step in (0.0, 1e6):   # (gain 'off': the step itself, not the final gain's scaling)
         r = greedy_register(F, M, quiet=True, scales=[1], iters=1, step=step, max_step=0.3,
-                            field_sigma=0.0)
+                            field_sigma=0.0, gain='off')
         d = max(np.abs(to_np(r.h)[i] - X[i]).max() for i in range(2))
         if step == 0.0:
             assert d == pytest.approx(0.3, abs=1e-3)     # normalised step
         else:
             assert d <= 0.3 + 1e-4
     # a tiny legacy multiplier moves less than the cap
-    r = greedy_register(F, M, quiet=True, scales=[1], iters=1, step=1e-6, max_step=0.3)
+    r = greedy_register(F, M, quiet=True, scales=[1], iters=1, step=1e-6, max_step=0.3, gain='off')
     assert max(np.abs(to_np(r.h)[i] - X[i]).max() for i in range(2)) < 0.05
 
 
@@ -439,3 +439,21 @@ def test_face_slabs_set_exactly_the_outer_faces(field, width, value, min_len):
     for a, c in zip(got, ref):
         np.testing.assert_array_equal(a[mask], value)
         np.testing.assert_array_equal(a[~mask], c[~mask])
+
+
+def test_greedy_final_gain_lowers_the_mismatch_and_scales_the_displacement():
+    """The final gain: h - x is exactly s (h - x) of the registration without it
+    (NumPy), s != 1 after a short run (its displacement falls short), and the
+    image mismatch (NumPy's SSD of the deformed image) is no larger; MI keeps it off."""
+    f, mov, _, X = make_pair(2, 64)
+    F, M = as_images(f, mov)
+    kw = dict(quiet=True, scales=[1], iters=3, metric='ssd')
+    r0 = greedy_register(F, M, gain='off', **kw)
+    r1 = greedy_register(F, M, **kw)
+    s = r1.config['gain_used']
+    assert s != 1.0 and r0.config['gain_used'] == 1.0
+    for a, b, x in zip(to_np(r0.h)[:2], to_np(r1.h)[:2], X):
+        np.testing.assert_allclose(b - x, s * (a - x), atol=1e-4)
+    ssd = [float(np.sum((np.asarray(to_np(r.deformed)).reshape(f.shape) - f) ** 2)) for r in (r0, r1)]
+    assert ssd[1] <= ssd[0], ssd
+    assert greedy_register(F, M, quiet=True, scales=[1], iters=2, metric='mi').config['gain_used'] == 1.0

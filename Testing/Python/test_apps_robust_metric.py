@@ -269,6 +269,12 @@ def _register(F, M, method, **kw):
 # the measured mismatch ratios left with the defaults (2 CPU cores; 256 x 256):
 #   fixed circle, moving C:   lddmm 0.094 (lncc before: 0.83),  greedy 0.016 (lncc before: 0.88)
 #   fixed C, moving circle:   lddmm 0.153 (lncc before: 0.99),  greedy 0.0017 (lncc before: 0.98)
+# (with the final gain, measured on another day: lddmm 0.088 and 0.135 (0.093 and 0.135 without
+# it that day), greedy 0.016 and 0.0016)
+# (why LDDMM stops at 9 %: its shooting's checks. At the coarsest scale the geodesic needs
+# min det J 0.014 (the slit closed), its time steps reach max_nsteps = 64 there and every
+# further trial folds (min det J -0.12 at dt max|Dv| 0.63) or, at the finest scale, exceeds
+# max_cfl; with max_nsteps=256: 5.9 % in 36 s, but C fixed 38 %)
 # (lddmm with max_cfl 0.8; with 0.5: 0.090 and 0.181)
 # (lddmm: with its L-BFGS default; the heavy-ball descent gave 0.076 and 0.188)
 # (greedy: 0.016 and 0.0017 since its 2-D coarse steps are max_step voxels of the level, not

@@ -360,8 +360,11 @@ class LddmmAtlas(AtlasMethod):
 
     name = 'lddmm'
     module = lddmm
+    # (gain 'off': the atlas minimises the subjects' summed energy, warm starting and
+    # averaging their momenta; lddmm_register's final gain fits the image term alone and
+    # would raise each subject's energy between atlas iterations)
     register_defaults = {'nsteps': ATLAS_LDDMM_NSTEPS, 'inverse_iters': ATLAS_LDDMM_INVERSE_ITERS,
-                         'lbfgs': 0}
+                         'lbfgs': 0, 'gain': 'off'}
 
     def __init__(self, ctx, subjects, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state=None, history=None):
         super().__init__(ctx, subjects, local, grid, mType, n, cfg, reg_cfg, warm_cfg, state, history)
