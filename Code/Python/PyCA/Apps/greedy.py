@@ -91,7 +91,7 @@ from ._common import (RegistrationResult, FaceSlabs, kernel_of, gaussian_filter_
                       polish_inverse, gain_search, gain_wanted)
 from .multiscale import Method, register_levels, max_voxel_disp, check_single_level, check_warm_field
 from .schema import (Schema, Param, multiscale, step_control, kernel, device, metric, non_negative,
-                     positive, one_of)
+                     positive, final_gain)
 
 __all__ = ['DEFAULTS', 'SCHEMA', 'greedy_register']
 
@@ -112,11 +112,8 @@ SCHEMA = Schema(
            gamma=0.001),             # smoothing length sqrt(alpha/gamma) = 32 physical units (mm)
     device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     {'compute_inverse': Param(True),              # maintain hinv (one extra composition per iteration)
-     'inverse_iters': Param(5, non_negative),     # final fixed-point polishing iterations of hinv
-     'gain': Param('auto', one_of('auto', 'on', 'off'))},  # the final gain: h = x + s (h - x) with the
-                                 #   s that minimises the image term alone (_common.gain_search: undoes
-                                 #   the shrinkage of the smoothed, regularised displacement); 'auto':
-                                 #   on except with MI; 'off': the legacy
+     'inverse_iters': Param(5, non_negative)},    # final fixed-point polishing iterations of hinv
+    final_gain(),                    # 'auto': h = x + s (h - x) at the end (Greedy._gain); not with MI
     metric('auto', lncc_radius=0, mi_bins=32),    # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
     {'fft_pad': Param(True)},   # register on a grid padded at the far end to FFT-friendly sizes
                                 # (the fluid kernel's transforms), h and hinv cropped back

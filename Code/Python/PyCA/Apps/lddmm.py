@@ -87,7 +87,7 @@ from .memory import lbfgs_pairs
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
-                     non_negative, at_least, one_of)
+                     non_negative, at_least, one_of, final_gain)
 
 __all__ = ['DEFAULTS', 'SCHEMA', 'SIGMA_AUTO', 'lddmm_register', 'resolve_sigma', 'Shooter', 'Descent',
            'LBFGSDescent', 'polish_inverse']
@@ -173,14 +173,10 @@ SCHEMA = Schema(
                                        #   2 steps on the 24 mm demo pair (0.5 took 4: 6.3 s,
                                        #   0.99 mm; 0.8: 3.1 s, 0.97 mm)
      'max_nsteps': Param(64, at_least(1)),  # the most time steps the adaptive shooting may take
-     'hinv_iters': Param(6, non_negative),  # iterations that make result.hinv (phi_1) the inverse of
+     'hinv_iters': Param(6, non_negative)},  # iterations that make result.hinv (phi_1) the inverse of
                                        #   result.h at the end (polish_inverse; 0: the shooting's own
                                        #   phi_1, which differs from h's inverse by O(dt))
-     'gain': Param('auto', one_of('auto', 'on', 'off'))},  # the final gain: m0 scaled by the factor
-                                       #   that minimises the image term alone along its geodesic
-                                       #   (a 1-D search, search_gain: it undoes the regulariser's
-                                       #   shrinkage of the recovered displacement); 'auto': on except
-                                       #   with MI (where it was measured to hurt); 'off': the legacy
+    final_gain(),                      # 'auto': m0 scaled along its geodesic (search_gain); not with MI
     device(),                          # 'cpu', 'gpu' or 'auto' (the memory type of the fixed image)
     {'smooth_scales': Param(True)},    # Gaussian pre-smoothing when down-sampling
     metric('auto', lncc_radius=0, mi_bins=32),  # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics);

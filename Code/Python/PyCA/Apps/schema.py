@@ -2,7 +2,7 @@
 
 A method's parameters are built from shared *fragments* -- the multiscale
 schedule, the similarity metric, the fluid kernel, the step control, the
-device -- each a set of :class:`Param` (default value and check). A method
+device, the final gain -- each a set of :class:`Param` (default value and check). A method
 writes only its own defaults and extra keys::
 
     SCHEMA = Schema(multiscale(scales=[4, 2, 1], iters=[60, 40, 30]),
@@ -24,7 +24,7 @@ import numbers
 from ._common import ConfigError, merge_config
 
 __all__ = ['Param', 'Schema', 'per_scale', 'multiscale', 'metric', 'kernel', 'device',
-           'step_control', 'positive', 'non_negative', 'one_of', 'at_least']
+           'final_gain', 'step_control', 'positive', 'non_negative', 'one_of', 'at_least']
 
 
 class Param:
@@ -198,6 +198,22 @@ def device(default='auto'):
         dict of str to Param.
     """
     return {'device': Param(default), 'max_memory': Param(None, _max_memory)}
+
+
+def final_gain(default='auto'):
+    """The final gain of LDDMM and greedy: ``gain`` ('auto', 'on' or 'off'),
+    the deformation scaled at the end by the factor that minimises the image
+    term alone (:func:`~PyCA.Apps._common.gain_search`; it undoes the
+    regulariser's shrinkage of the recovered displacement); 'auto' is on
+    except with MI (:func:`~PyCA.Apps._common.gain_wanted`), 'off' the legacy.
+
+    Args:
+        default (str): default 'auto'.
+
+    Returns:
+        dict of str to Param.
+    """
+    return {'gain': Param(default, one_of('auto', 'on', 'off'))}
 
 
 def step_control(step_check=non_negative, **params):
