@@ -29,6 +29,13 @@ by more than ``max_step`` voxels of the level. An update that raises the
 energy is undone and both halved, so the energy never increases within a
 level. The result's ``h`` is ``x + u/spacing`` (``VtoH``).
 
+Final gain (``gain='auto'``; not with MI): at the end ``u`` is scaled by
+the s that minimises the image term alone (the masked SSD, or the metric's
+energy; ``_common.gain_search``, as LDDMM and greedy; a candidate that
+folds ``x + s u`` counts as a rise), which undoes part of the regulariser's
+shrinkage of the displacement; ``config['gain_used']`` holds s, and
+``gain='off'`` is the legacy.
+
 Energies are recorded at each iteration before its update (the first one of
 the first level has ``reg == 0``). ``sigma`` is in intensity units: the
 default 0.02 suits intensities normalised to [0, 1]; scale it with the
@@ -40,9 +47,14 @@ from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import RegistrationResult, kernel_of, check_pair, same_grid, ConfigError
+import copy
+import math
+
+from ._common import (RegistrationResult, kernel_of, check_pair, same_grid, ConfigError,
+                      gain_search, gain_wanted)
 from .multiscale import Method, register_levels, max_voxel_disp
-from .schema import Schema, Param, multiscale, step_control, kernel, device, metric, positive
+from .schema import (Schema, Param, multiscale, step_control, kernel, device, metric, positive,
+                     final_gain)
 
 __all__ = ['DEFAULTS', 'SCHEMA', 'elastic_register']
 
@@ -57,6 +69,7 @@ SCHEMA = Schema(
                  sigma=Param(0.02, positive)),   # image noise: weight 1/sigma^2 of the image term
     kernel(alpha=1.0, beta=0.0,      # L = -alpha lap - beta grad div + gamma
            gamma=0.01),              # smoothing length sqrt(alpha/gamma) = 10 physical units (mm)
+    final_gain(),                    # 'auto': u scaled by s at the end (Elastic._gain); not with MI
     device(),                        # 'auto' (memory type of fixed), 'cpu' or 'gpu'
     metric('auto', lncc_radius=0, mi_bins=32),   # 'auto', 'lncc', 'ssd', 'ncc' or 'mi' (PyCA.Apps.metrics)
 )
@@ -85,6 +98,8 @@ class Elastic(Method):
         self.u, self.uprev, self.gI0, self.gI, self.gU, self.Lu = F(), F(), F(), F(), F(), F()
         self.scratch_objs = [self.Idef, self.diff, self.uprev, self.gI0, self.gI, self.gU, self.Lu]
         self.inv_s2 = 1.0 / float(cfg['sigma']) ** 2
+        self.mask = None                     # the last level's mask (the final gain's SSD)
+        self.gain_used = 1.0                 # the final gain (_gain)
 
     @staticmethod
     def adjust(cfg, params, extra):
@@ -152,6 +167,7 @@ class Elastic(Method):
             history (History): where each iteration's energy is recorded.
         """
         I0, I1, M, g = level.fixed, level.moving, level.extra.get('mask'), level.grid
+        self.mask = M
         u, uprev, gI, gU = self.u, self.uprev, self.gI, self.gU
         kernel = kernel_of(g, self.mType, self.cfg)
         ca.Gradient(self.gI0, I1)
@@ -184,21 +200,55 @@ class Elastic(Method):
         if pending and self._evaluate(kernel, I0, I1, M, vol)[0] > e_prev:
             u.swap(uprev)
 
+    def _gain(self, fixed, moving):
+        """u = s u with the s of ``gain_search`` on the image term alone (the masked
+        SSD, or the metric's energy; a candidate that folds x + s u/spacing where
+        x + u/spacing did not fold counts as a rise); returns s. In the method's own
+        buffers (uprev: s u, gI: its H-field, Idef, diff)."""
+        u, us, hs, M = self.u, self.uprev, self.gI, self.mask
+        jac0 = []
+
+        def E(x):
+            ca.MulC(us, u, x)
+            ca.VtoH(hs, us)
+            ca.JacDetHVoxel(self.Idef, hs)
+            j = ca.Min(self.Idef)
+            if not jac0:
+                jac0.append(j)
+            elif not j > min(0.0, jac0[0]):
+                return math.inf
+            ca.ApplyV(self.Idef, moving, us)
+            if self.metric.name != 'ssd':
+                return self.metric.evaluate(fixed, self.Idef, self.diff)
+            ca.Sub(self.diff, self.Idef, fixed)
+            if M is not None:
+                ca.Mul_I(self.diff, M)
+            return ca.Sum2(self.diff)
+
+        if self.metric.name != 'ssd':
+            self.metric.prepare(fixed, moving)
+        s = gain_search(E)
+        ca.MulC_I(u, s)
+        return s
+
     def result(self, fixed, moving):
-        """h = x + u/spacing and the deformed moving image.
+        """u scaled by the final gain, h = x + u/spacing and the deformed moving image.
 
         Args:
             fixed (Image3D): the full-resolution fixed image.
             moving (Image3D): the full-resolution moving image.
 
         Returns:
-            dict: ``deformed``, ``h``, ``hinv`` (None).
+            dict: ``deformed``, ``h``, ``hinv`` (None), ``config`` (with ``gain_used``).
         """
+        self.gain_used = self._gain(fixed, moving) if gain_wanted(self.cfg['gain'], self.metric) else 1.0
+        self.mask = None
         h = self.field()
         ca.VtoH(h, self.u)
         deformed = self.image()
         ca.ApplyH(deformed, moving, h)
-        return dict(deformed=deformed, h=h, hinv=None)
+        return dict(deformed=deformed, h=h, hinv=None,
+                    config=dict(copy.deepcopy(self.cfg), gain_used=self.gain_used))
 
 
 def elastic_register(fixed: ca.Image3D, moving: ca.Image3D,

@@ -53,7 +53,12 @@ after). Mean error on the 3-D demo pairs, before / after: clean 0.435 /
 0.428, rescanned 0.398 / 0.392, T2-like 1.555 / 1.560, 24 mm 1.137 / 1.146.
 
 Inverse. ``hinv`` (an H-field on the moving grid, ``hinv(h(x)) = x``)
-follows each accepted step to first order (ComposeVInvH) and is polished at
+follows each accepted step to first order (ComposeVInvH) where the steps
+are ``h``'s only change (``field_sigma = 0``, the legacy); with the
+displacement smoothing, which moves ``h`` off that composition (16 mm from
+the inverse on the clean demo pair), it starts at the end from ``2x - h``
+instead (the same polished inverse to 1e-4 mm on the demo pairs, and
+greedy 12-18 % faster without a composition per iteration). It is polished at
 the end by ``inverse_iters`` fixed-point iterations ``hinv <- hinv -
 (h o hinv - x)`` (ComposeHH), then as many Newton-Schulz iterations
 ``hinv <- hinv o (2x - h o hinv)`` (``polish_inverse``; a candidate that
@@ -164,6 +169,7 @@ class Greedy(Method):
         super().__init__(cfg, mType, metric, grid0)
         self.init_h, self.init_hinv = init_h, init_hinv
         self.want_inv = bool(cfg['compute_inverse'])
+        self.track_inv = self.want_inv     # hinv follows h step by step (run)
         self.sigmas = []                     # the displacement smoothing of each level
         self.gain_used = 1.0                 # the final gain (_gain)
         self.h = self.hinv = None            # the buffers: made by start (not on a grid the
@@ -248,7 +254,7 @@ class Greedy(Method):
         return self.metric.evaluate(I0, self.Idef, self.diff)
 
     def _accept(self):
-        if self.want_inv:
+        if self.track_inv:
             # hprev (the old h) is no longer needed once the step is accepted
             ca.ComposeVInvH(self.scratch, self.gU, self.hinv)
             self.hinv.swap(self.scratch)
@@ -278,6 +284,11 @@ class Greedy(Method):
         sigma = self.field_sigma()
         self.sigmas.append(sigma)
         filt = gaussian_filter_of(g, self.mType, sigma) if sigma > 0 else None
+        # hinv follows h by composition with each accepted step where the steps are h's
+        # only change (the legacy fluid); the displacement smoothing moves h off that
+        # composition (16 mm from the inverse on the clean demo pair), so there hinv is
+        # made at the end instead (result: the same inverse to 1e-4 mm, 12-18 % faster)
+        self.track_inv = self.want_inv and filt is None
         undo = filt is None
         faces = BoundaryFaces(g, self.mType)
         e_prev, pending = None, False   # pending: gU is in h but not yet checked
@@ -356,6 +367,10 @@ class Greedy(Method):
         h, hinv = self.h, self.hinv
         self.gain_used = self._gain(fixed, moving) if gain_wanted(self.cfg['gain'], self.metric) else 1.0
         if self.want_inv:
+            if any(x > 0 for x in self.sigmas):
+                ca.SetToIdentity(hinv)                   # hinv = x - (h - x): the first-order
+                ca.MulC_I(hinv, 2.0)                     # inverse, the fixed point's start
+                ca.Sub_I(hinv, h)
             # polish the inverse: fixed-point iterations (from a far start), then as
             # many Newton-Schulz iterations (polish_inverse: fast near the inverse)
             self._fixed_point_inverse(self.cfg['inverse_iters'])

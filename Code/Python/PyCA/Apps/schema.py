@@ -201,7 +201,7 @@ def device(default='auto'):
 
 
 def final_gain(default='auto'):
-    """The final gain of LDDMM and greedy: ``gain`` ('auto', 'on' or 'off'),
+    """The final gain of LDDMM, greedy and elastic: ``gain`` ('auto', 'on' or 'off'),
     the deformation scaled at the end by the factor that minimises the image
     term alone (:func:`~PyCA.Apps._common.gain_search`; it undoes the
     regulariser's shrinkage of the recovered displacement); 'auto' is on
