@@ -25,7 +25,7 @@ import PyCA.Core as ca
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
            'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of', 'gaussian_filter_of',
            'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'release_unused_scratch',
-           'scratch_field', 'scratch_image', 'polish_inverse', 'FaceSlabs', 'gain_search', 'gain_wanted',
+           'scratch_field', 'scratch_image', 'polish_inverse', 'FaceSlabs', 'FoldGuard', 'gain_search', 'gain_wanted',
            'Progress', 'check_pair', 'mem_name', 'ConfigError']
 
 
@@ -333,6 +333,55 @@ class FaceSlabs:
             ca.SetSubVol_I(vol, slab, st)
 
 
+class FoldGuard:
+    """Judges candidate H-fields against a start: a candidate folds where
+    its min det J (``JacDetHVoxel``; off the faces of ``rim`` where one is
+    given) is not above ``min(0, the start's)`` -- it may fold no more than
+    the start did (a NaN folds). ``polish_inverse`` and the final gains of
+    greedy and elastic use it.
+
+    Args:
+        jac (Image3D): the det J scratch (on the fields' grid; overwritten).
+        rim (FaceSlabs, optional): faces set in ``jac`` before its minimum
+            (to a value that cannot be the minimum); default None.
+    """
+    def __init__(self, jac, rim=None):
+        self.jac, self.rim, self.floor = jac, rim, None
+
+    def min_jac(self, h):
+        """The min det J of an H-field (off the rim).
+
+        Args:
+            h (Field3D): the H-field (on ``jac``'s grid).
+
+        Returns:
+            float.
+        """
+        ca.JacDetHVoxel(self.jac, h)
+        if self.rim is not None:
+            self.rim.fill(self.jac)
+        return ca.Min(self.jac)
+
+    def start(self, h):
+        """Sets the start the candidates are judged against.
+
+        Args:
+            h (Field3D): the start's H-field.
+        """
+        self.floor = min(0.0, self.min_jac(h))
+
+    def folds(self, h):
+        """Whether a candidate folds more than the start.
+
+        Args:
+            h (Field3D): the candidate H-field.
+
+        Returns:
+            bool.
+        """
+        return not self.min_jac(h) > self.floor
+
+
 def polish_inverse(hinv, h, iters, scratch, r=None, jac=None):
     """Makes ``hinv`` the inverse of ``h`` (``h o hinv = x``) by at most
     ``iters`` iterations of ``hinv <- hinv o (2x - h o hinv)`` from ``hinv``
@@ -366,25 +415,19 @@ def polish_inverse(hinv, h, iters, scratch, r=None, jac=None):
     jac = scratch_image(g, mt) if jac is None else jac
     # the outer 2 voxels of each face: ones (there 2x - h o hinv samples hinv outside
     # the grid, its background, which a fold check must not read as a fold)
-    rim = FaceSlabs(g, mt, width=2, value=1.0, field=False, min_len=5)
-
-    def min_jac(f):
-        ca.JacDetHVoxel(jac, f)
-        rim.fill(jac)
-        return ca.Min(jac)
-
+    guard = FoldGuard(jac, FaceSlabs(g, mt, width=2, value=1.0, field=False, min_len=5))
     try:
-        jac0 = min_jac(hinv)
+        guard.start(hinv)
         for k in range(int(iters)):
             ca.ComposeHH(r, h, hinv)
             ca.InverseZerothOrder_I(r)               # 2x - h o hinv
             ca.ComposeHH(scratch, hinv, r)           # the candidate
-            if not min_jac(scratch) > min(0.0, jac0):    # folded (or NaN): not taken
+            if guard.folds(scratch):                 # folded (or NaN): not taken
                 return k
             ca.Copy(hinv, scratch)
         return int(iters)
     finally:
-        del r, jac
+        del r, jac, guard
 
 
 def gain_wanted(gain, metric):

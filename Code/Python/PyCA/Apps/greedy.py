@@ -92,7 +92,7 @@ from typing import Any, Dict, Optional, Union
 
 import PyCA.Core as ca
 
-from ._common import (RegistrationResult, FaceSlabs, kernel_of, gaussian_filter_of,
+from ._common import (RegistrationResult, FaceSlabs, FoldGuard, kernel_of, gaussian_filter_of,
                       polish_inverse, gain_search, gain_wanted)
 from .multiscale import Method, register_levels, max_voxel_disp, check_single_level, check_warm_field
 from .schema import (Schema, Param, multiscale, step_control, kernel, device, metric, non_negative,
@@ -335,16 +335,13 @@ class Greedy(Method):
         h, u, hs = self.h, self.hprev, self.gI
         ca.SetToIdentity(hs)
         ca.Sub(u, h, hs)                                 # u = h - x
-        jac0 = []
+        guard = FoldGuard(self.Idef)
+        guard.start(h)
 
         def E(x):
             ca.SetToIdentity(hs)
             ca.Add_MulC_I(hs, u, x)
-            ca.JacDetHVoxel(self.Idef, hs)
-            j = ca.Min(self.Idef)
-            if not jac0:
-                jac0.append(j)
-            elif not j > min(0.0, jac0[0]):
+            if x != 1.0 and guard.folds(hs):
                 return math.inf
             ca.ApplyH(self.Idef, moving, hs)
             return self.metric.evaluate(fixed, self.Idef, self.diff)
