@@ -58,8 +58,10 @@ Kernel: K = L^-lpow with L = -alpha lap - beta grad div + gamma
 gamma = 1 (until this release lpow = 2, alpha = 200, iterations 40/40/15, which
 the atlas builder's subjects keep): the smoother velocities of L^3 fit smooth
 anatomical deformations better (2 mm demo pairs, mean / p95 mm: clean 0.379 /
-0.774 -> 0.336 / 0.696, rescanned 0.381 / 0.767 -> 0.301 / 0.637, T2-like 1.468 /
-3.032 -> 1.358 / 2.719, ``--max-disp 24`` 0.916 / 2.200 -> 0.808 / 1.896), but
+0.774 -> 0.337 / 0.696, rescanned 0.381 / 0.767 -> 0.316 / 0.654, T2-like 1.468 /
+3.032 -> 1.394 / 2.777, ``--max-disp 24`` 0.916 / 2.200 -> 0.794 / 1.861; about
+1.3x the time; 1 mm clean pair 0.322 / 0.733 in 99 s and 3.4 GB -> 0.308 / 0.710
+in 57 s and 2.5 GB), but
 only with the descent run in the metric of L^2 (``descent_lpow``, below).
 Already with lpow = 2 the Green's function in 3-D is exp(-r/l) with l =
 sqrt(alpha/gamma), whose gradient is bounded, so v = K m is Lipschitz
