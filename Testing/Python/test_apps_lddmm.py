@@ -852,11 +852,40 @@ def test_descent_metric_is_lpow_capped_by_descent_lpow():
     grid = ca.GridInfo(ca.Vec3Di(8, 8, 8))
     K = make_fluid_kernel(grid, ca.MEM_HOST, 2.0, 0.0, 1.0, 3)
     m, sm = descent_metric(K, dict(lpow=3, descent_lpow=2))
-    assert isinstance(m, KernelPower) and m.lpow == 2 and m.tol is None
+    assert isinstance(m, KernelPower) and m.lpow == 2 and m.tol == 0.0     # K has no tolerance
     assert isinstance(sm, KernelPower) and sm.lpow == 1 and sm.tol == 0.0
     for cfg in (dict(lpow=2, descent_lpow=2), dict(lpow=2, descent_lpow=3), dict(lpow=0, descent_lpow=2)):
         assert descent_metric(K, cfg) == (K, None)
     assert DEFAULTS['lpow'] == 3 and DEFAULTS['descent_lpow'] == 2
+
+
+def test_descent_operators_keep_the_kernels_band():
+    """With K's spectral tolerance, the descent's smoothing L^-1 and metric L^-2
+    (descent_metric at lpow 3) drop exactly the modes K drops, and apply their own
+    multipliers (NumPy's FFT of the symbol) on the modes K keeps."""
+    from PyCA.Apps.lddmm import descent_metric
+    grid = ca.GridInfo(ca.Vec3Di(32, 30, 28), ca.Vec3Df(2.0, 2.0, 2.0), ca.Vec3Df(0.0, 0.0, 0.0))
+    K = make_fluid_kernel(grid, ca.MEM_HOST, 125.0, 0.0, 1.0, 3, 1e-4)
+    metric, smooth = descent_metric(K, dict(lpow=3, descent_lpow=2))
+    a = np.random.default_rng(2).normal(size=(32, 30, 28, 3))
+    f = ca.Field3D(grid, ca.MEM_HOST)
+    _set3 = lambda x: [c.__setitem__(Ellipsis, x[..., i].astype(np.float32)) for i, c in enumerate(f.asnp())]
+    get3 = lambda: np.stack([np.array(c, np.float64) for c in f.asnp()], axis=-1)
+    _set3(a)
+    K.applyInverseOperator(f)
+    # (K's smallest kept multiplier, at the band's corner, is above 1e-6; float noise
+    # at the dropped modes is below 1e-9 of the input's)
+    kept = np.abs(np.fft.fftn(get3()[..., 0])) > 1e-7 * np.abs(np.fft.fftn(a[..., 0]))
+    assert 0.01 < kept.mean() < 0.5, kept.mean()        # the band drops most modes here
+    for op, r in ((smooth, 1), (metric, 2)):
+        _set3(a)
+        op.applyInverseOperator(f)
+        got = np.fft.fftn(get3()[..., 0])
+        ref = np.fft.fftn(_numpy_kernel(grid, 125.0, 1.0, r, a)[..., 0])
+        scale = np.abs(ref).max()
+        assert np.abs(got[~kept]).max() < 1e-5 * scale, r       # K's dropped modes: none
+        assert np.abs(got[kept] - ref[kept]).max() < 1e-4 * scale, r
+    assert K.getLPow() == 3 and K.getSpectralTolerance() == pytest.approx(1e-4)
 
 
 def test_lbfgs_in_the_metric_of_a_lower_power_reaches_scipys_minimum():
@@ -1020,7 +1049,7 @@ def test_time_step_refinement_restarts_the_history_and_the_convergence_window(mo
     monkeypatch.setattr(L.LBFGSDescent, 'judge', logged_judge)
     monkeypatch.setattr(L, 'converged', logged_converged)
     r = lddmm_register(F, M, quiet=True, metric='ssd', scales=[1], iters=[12], sigma=0.05, nsteps=2,
-                       alpha=20.0, lbfgs=lbfgs, tol=1e-9)
+                       alpha=30.0, lbfgs=lbfgs, tol=1e-9)
     at = [i for i, e in enumerate(log) if e[0] == 'refined']
     assert len(at) == 1 and log[at[0]][1] == 4
     assert r.config['nsteps_used'] == [4]
