@@ -715,7 +715,8 @@ def test_kernel_tolerance_reaches_the_kernel():
 # ---- L-BFGS on the momentum (LBFGSDescent) against SciPy's L-BFGS-B ------------------------
 
 def _set(fld, m):
-    m = np.asarray(m, dtype=np.float32).reshape(12, 10, 8, 3)
+    n = fld.grid().size()
+    m = np.asarray(m, dtype=np.float32).reshape(n.x, n.y, n.z, 3)
     for c, a in enumerate(fld.asnp()):
         a[...] = m[..., c]
 
@@ -869,18 +870,16 @@ def test_descent_operators_keep_the_kernels_band():
     metric, smooth = descent_metric(K, dict(lpow=3, descent_lpow=2))
     a = np.random.default_rng(2).normal(size=(32, 30, 28, 3))
     f = ca.Field3D(grid, ca.MEM_HOST)
-    _set3 = lambda x: [c.__setitem__(Ellipsis, x[..., i].astype(np.float32)) for i, c in enumerate(f.asnp())]
-    get3 = lambda: np.stack([np.array(c, np.float64) for c in f.asnp()], axis=-1)
-    _set3(a)
+    _set(f, a)
     K.applyInverseOperator(f)
     # (K's smallest kept multiplier, at the band's corner, is above 1e-6; float noise
     # at the dropped modes is below 1e-9 of the input's)
-    kept = np.abs(np.fft.fftn(get3()[..., 0])) > 1e-7 * np.abs(np.fft.fftn(a[..., 0]))
+    kept = np.abs(np.fft.fftn(_get(f)[..., 0])) > 1e-7 * np.abs(np.fft.fftn(a[..., 0]))
     assert 0.01 < kept.mean() < 0.5, kept.mean()        # the band drops most modes here
     for op, r in ((smooth, 1), (metric, 2)):
-        _set3(a)
+        _set(f, a)
         op.applyInverseOperator(f)
-        got = np.fft.fftn(get3()[..., 0])
+        got = np.fft.fftn(_get(f)[..., 0])
         ref = np.fft.fftn(_numpy_kernel(grid, 125.0, 1.0, r, a)[..., 0])
         scale = np.abs(ref).max()
         assert np.abs(got[~kept]).max() < 1e-5 * scale, r       # K's dropped modes: none

@@ -882,9 +882,31 @@ def descent_metric(kernel, cfg):
         # K's band: a mode K^(r/p) drops at tol^(r/p) is one K drops at tol (spectralBand's
         # test, r log(1 + alpha lambda / gamma) >= -log(tol^(r/p)), is K's divided by p / r)
         t = float(kernel.getSpectralTolerance())
-        return (KernelPower(kernel, q, tol=t ** (q / p) if t > 0 else 0.0),
-                KernelPower(kernel, p - q, tol=t ** ((p - q) / p) if t > 0 else 0.0))
+
+        def power(r):
+            return KernelPower(kernel, r, tol=t ** (r / p) if t > 0 else 0.0)
+        return power(q), power(p - q)
     return kernel, None
+
+
+def descent_gradient(sh, I0, deformed, I1, m0, out, scratch, smooth):
+    """out = the gradient of the descents (:class:`Descent`, :class:`LBFGSDescent`):
+    m0 - L^p m_hat(0), smoothed by L^(q - p) where ``smooth`` is given (:func:`descent_metric`).
+
+    Args:
+        sh (Shooter): the shooter that shot ``m0`` (and evaluated its energy).
+        I0 (Image3D): the moving image of the scale.
+        deformed (Image3D): I0 deformed by ``m0`` (``sh.energy``'s).
+        I1 (Image3D): the fixed image of the scale.
+        m0 (Field3D): the accepted momentum.
+        out (Field3D): output.
+        scratch (Field3D): a field the adjoint may overwrite.
+        smooth (KernelPower or None): L^(q - p); None: K's own metric.
+    """
+    sh.gradient(I0, deformed, I1, out, scratch=scratch)     # L^p m_hat(0)
+    ca.Sub(out, m0, out)                                    # m0 - L^p m_hat
+    if smooth is not None:
+        smooth.applyInverseOperator(out)                    # L^(q - p) (m0 - L^p m_hat)
 
 
 def automatic_step(kernel, direction, scratch, grid, cfg):
@@ -1002,11 +1024,8 @@ class Descent:
             kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
             grid (GridInfo): the scale's grid.
         """
-        # L m_hat(0); prev_m0 (the momentum accepted before m0) is free: the adjoint's scratch
-        sh.gradient(I0, deformed, I1, self.grad, scratch=self.prev_m0)
-        ca.Sub(self.grad, self.m0, self.grad)                   # plain direction m0 - L m_hat
-        if self.smooth is not None:
-            self.smooth.applyInverseOperator(self.grad)         # L^(q - p) (m0 - L^p m_hat)
+        # the gradient; prev_m0 (the momentum accepted before m0) is free: the adjoint's scratch
+        descent_gradient(sh, I0, deformed, I1, self.m0, self.grad, self.prev_m0, self.smooth)
         self.m0, self.prev_m0 = self.prev_m0, self.m0           # prev_m0: the accepted momentum
         self.mom_dir = False
         if self.prev_dir is not self.grad:
@@ -1142,11 +1161,8 @@ class LBFGSDescent:
                 self.spare += [s, Y]
             s_new = self._field()
             ca.Sub(s_new, self.m0, self.prev_m0)            # s = m0 - m0_old
-        # L m_hat(0) into g; prev_m0 (the old accepted momentum) is scratch from here
-        sh.gradient(I0, deformed, I1, self.g, scratch=self.prev_m0)
-        ca.Sub(self.g, self.m0, self.g)                     # g = m0 - L m_hat
-        if self.smooth is not None:
-            self.smooth.applyInverseOperator(self.g)        # L^(q - p) (m0 - L^p m_hat)
+        # the gradient into g; prev_m0 (the old accepted momentum) is scratch from here
+        descent_gradient(sh, I0, deformed, I1, self.m0, self.g, self.prev_m0, self.smooth)
         G = self.prev_m0
         if s_new is not None:
             Y = self._field()
