@@ -761,10 +761,12 @@ def _run_lbfgs_descent(hist, iters, problem=None, metric=None, smooth=None):
     d = LBFGSDescent(m0, grid, ca.MEM_HOST, cfg, K, hist, max_disp=1e9, metric=metric, smooth=smooth)
 
     class FakeShooter:
-        def gradient(self, I0, deformed, I1, out, scratch=None):
-            # m0 - out must be g = m0 + D K m0 - b: out = b - D K m0 (the "L m_hat")
+        def gradient(self, I0, deformed, I1, out, precondition=True, scratch=None):
+            # m0 - out must be g = m0 + D K m0 - b: out = b - D K m0 (the "L m_hat"), and
+            # without the preconditioner m_hat = K (b - D K m0) (K m0 - m_hat: the L2 gradient)
             m = _get(d.m0)
-            _set(out, b - D * Kof(m))
+            r = b - D * Kof(m)
+            _set(out, r if precondition else Kof(r))
 
     sh, energies, trials = FakeShooter(), [], 0
     verdict = d.judge(energy(_get(d.m0)))
