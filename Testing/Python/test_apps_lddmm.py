@@ -974,6 +974,29 @@ def test_lbfgs_registration_keeps_the_heavy_ball_where_no_pair_fits():
     assert len(fine) >= 2 and np.all(np.diff(fine) <= 0), fine
 
 
+def test_lbfgs_gradient_takes_the_shooters_k_m0(monkeypatch):
+    """In a registration, every L-BFGS gradient finds the shooter's v_0 lent to it, and it
+    is K m0 of the accepted momentum (checked against K applied to a copy of m0)."""
+    from PyCA.Apps import lddmm as mod
+    F, M = _blob_pair(14.0)
+    seen = []
+    orig = mod.LBFGSDescent.advance
+
+    def advance(self, sh, I0, deformed, I1, kernel, grid):
+        lent = sh.v0_of is self.m0 and sh.v0_out is self.v0
+        ref = ca.Field3D(grid, ca.MEM_HOST)
+        kernel.applyInverseOperator(ref, self.m0)
+        ref, got = _get(ref), _get(self.v0)
+        seen.append((lent, float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))))
+        return orig(self, sh, I0, deformed, I1, kernel, grid)
+
+    monkeypatch.setattr(mod.LBFGSDescent, 'advance', advance)
+    r = lddmm_register(F, M, quiet=True, metric='ssd', scales=[2, 1], iters=[8, 8], sigma=0.05)
+    assert len(seen) >= 8 and all(lent for lent, _ in seen), seen
+    assert max(err for _, err in seen) < 1e-5, seen
+    assert r.energy[-1] < r.energy[0]
+
+
 def test_sigma_auto_follows_the_metric():
     from PyCA.Apps.lddmm import resolve_sigma, SIGMA_AUTO
     from PyCA.Apps.metrics import make_metric

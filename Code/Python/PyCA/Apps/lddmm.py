@@ -326,6 +326,10 @@ class Shooter:
         self.i1 = I()                        # the metric's force, from energy() to gradient()
         self.i2, self.i3 = (None, None) if self.pooled else (I(), I())
         self.e_reg = None                    # the last shoot's regulariser energy
+        # a field the caller lends to receive each shoot's v_0 = K m0 (LBFGSDescent's
+        # L2 gradient K m0 - m_hat(0) then needs no K of its own), and the m0 it belongs to
+        self.v0_out = None
+        self.v0_of = None
         self.cfl = 0.0                       # max_n dt * max_x |Dv_n(x)|_F of the last shoot
         self.min_jac = 1.0                   # min det D(phi_1), det D(phi_1^-1) of the last shoot
         if adjoint == 'heun':
@@ -553,6 +557,10 @@ class Shooter:
         self.m[0] = m0
         self.K.applyInverseOperator(self.v[0], m0)
         self.e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv     # E_reg = 1/2 <m0, K m0>
+        self.v0_of = None
+        if self.v0_out is not None:
+            ca.Copy(self.v0_out, self.v[0])
+            self.v0_of = m0
         self.cfl = 0.0
         for n in range(T):
             g, ginv, v = self.g[n], self.ginv[n], self.v[n] if self.v[n] is not None else self.t1
@@ -1060,8 +1068,10 @@ class LBFGSDescent:
     Wright eq. 7.20 in this metric). Three FFT operators per iteration besides
     the shooting's and the adjoint's: ``K m0``, ``L^q Y`` and ``L^q q`` (the
     earlier form, ``g`` first, took five: ``L^p m_hat``, its smoothing,
-    ``K^q y``, ``K^q g``, ``L^q q``), and the velocity change ``K q``;
-    ``2 hist + 5`` fields.
+    ``K^q y``, ``K^q g``, ``L^q q``), and the velocity change ``K q``; ``K m0``
+    is the shooter's own v_0 where the caller lends it the descent's ``v0``
+    field (``Shooter.v0_out``, as :meth:`LDDMM.run` does): two operators then.
+    ``2 hist + 6`` fields.
     The first iteration and every restart take the preconditioned gradient
     with the automatic first step (``init_disp`` voxels), later ones the unit
     step (the quasi-Newton step) bounded to ``max_disp`` voxels of velocity
@@ -1095,6 +1105,7 @@ class LBFGSDescent:
         self.prev_m0 = ca.Field3D(grid, mType)
         self.G = ca.Field3D(grid, mType)         # the accepted momentum's L2 gradient K m0 - m_hat(0)
         self.G_new = ca.Field3D(grid, mType)     # the next accepted one's (swapped in)
+        self.v0 = ca.Field3D(grid, mType)        # K m0 of the last shot (lent to the shooter)
         self.q = ca.Field3D(grid, mType)         # the direction
         self.pairs = []                          # [(s, Y, rho)], oldest first
         self.spare = []                          # fields of dropped pairs
@@ -1176,8 +1187,11 @@ class LBFGSDescent:
         G = self.G_new
         sh.gradient(I0, deformed, I1, G, precondition=False, scratch=self.prev_m0)
         scr = self.prev_m0
-        self.kernel.applyInverseOperator(scr, self.m0)      # K m0
-        ca.Sub(G, scr, G)
+        if getattr(sh, 'v0_of', None) is self.m0 and getattr(sh, 'v0_out', None) is self.v0:
+            ca.Sub(G, self.v0, G)                           # K m0 of the shoot that judged m0
+        else:
+            self.kernel.applyInverseOperator(scr, self.m0)  # K m0
+            ca.Sub(G, scr, G)
         if s_new is not None:
             Y = self._field()
             ca.Sub(Y, G, self.G)                            # Y = K^q y
@@ -1362,6 +1376,7 @@ class LDDMM(Method):
         if hist > 0:
             d = LBFGSDescent(self.m0, grid, self.mType, self.cfg, kernel, hist,
                              self.cfg['lbfgs_max_disp'], metric=metric, smooth=smooth)
+            sh.v0_out = d.v0                 # each shoot's K m0 kept for the gradient
         else:
             d = Descent(self.m0, grid, self.mType, self.cfg, smooth=smooth)
         accepted = []
@@ -1394,6 +1409,7 @@ class LDDMM(Method):
             sh = self._refine(sh, d.m0, grid, kernel)
             sh.energy(d.m0, I0, I1, deformed)
         self.m0 = d.m0
+        sh.v0_out = sh.v0_of = None          # (the descent's K m0 field released with it)
         self.nsteps_used.append(sh.T)
         self.last = sh
 

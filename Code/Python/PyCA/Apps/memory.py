@@ -323,15 +323,17 @@ def predict_peak(method, grid, config=None, device='cpu', inputs_resident=True):
     n = psize[0] * psize[1] * psize[2]
     fields, images = _count(method, cfg, aniso)
     if method == 'lddmm':
-        # the finest level's L-BFGS history (two fields a pair) and its fifth field
+        # the finest level's L-BFGS descent: its history (two fields a pair) and its fifth
+        # and sixth fields (the heavy-ball descent's four are counted; three without momentum)
         hist = cfg.get('lbfgs', 0)
         hist = hist[-1] if isinstance(hist, (list, tuple)) else hist
         its = cfg.get('iters', 1)
         its = its[-1] if isinstance(its, (list, tuple)) else its
+        allowed = lbfgs_pairs(hist, psize, cfg.get('lbfgs_max_mb', 192))
         # a pair is stored from the second direction on: at most iters - 2
-        pairs = min(lbfgs_pairs(hist, psize, cfg.get('lbfgs_max_mb', 192)), max(0, int(its) - 2))
-        if pairs:
-            fields += 2 * pairs + 1 + (1.0 if not cfg.get('momentum', 0.65) else 0.0)
+        pairs = min(allowed, max(0, int(its) - 2))
+        if allowed:
+            fields += 2 * pairs + 2 + (1.0 if not cfg.get('momentum', 0.65) else 0.0)
     gpu = str(device).lower() in ('gpu', 'cuda')
     where = {
         'method_fields': fields * FIELD_BYTES * n,
