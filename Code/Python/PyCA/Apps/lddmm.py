@@ -47,7 +47,7 @@ same kernel at another power, no second kernel's buffers); the heavy-ball descen
 pays one more FFT operator per iteration for it, L-BFGS none (it works on the L2
 gradient K m0 - m_hat(0), which is the same in every metric, with K m0 the
 shooter's v_0: 8 FFT operators an iteration with two time steps, against 11 when
-it smoothed the gradient first; 26 % fewer on the demo's large pair, 10 to 15 %
+it smoothed the gradient first; 26 % fewer on the demo's large pair, 6 to 17 %
 less time); both keep K's band (the modes K drops get no momentum: at 1 mm
 0.308 / 0.710 mm without that, 0.254 / 0.588 with it; at 2 mm within 0.03 mm).
 In K's metric the direction m0 - L^3 m_hat(0) is dominated by the
