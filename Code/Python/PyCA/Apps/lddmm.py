@@ -902,8 +902,9 @@ def descent_metric(kernel, cfg):
 
 
 def descent_gradient(sh, I0, deformed, I1, m0, out, scratch, smooth):
-    """out = the gradient of the descents (:class:`Descent`, :class:`LBFGSDescent`):
-    m0 - L^p m_hat(0), smoothed by L^(q - p) where ``smooth`` is given (:func:`descent_metric`).
+    """out = the gradient of the heavy-ball descent (:class:`Descent`): m0 - L^p m_hat(0),
+    smoothed by L^(q - p) where ``smooth`` is given (:func:`descent_metric`). (:class:`LBFGSDescent`
+    works on the L2 gradient K m0 - m_hat(0) instead, the same in every metric.)
 
     Args:
         sh (Shooter): the shooter that shot ``m0`` (and evaluated its energy).
@@ -1093,14 +1094,13 @@ class LBFGSDescent:
         max_disp (float): the largest velocity change of a quasi-Newton step, in voxels.
         metric (KernelPower, optional): K and L of the descent's metric (L^q); default
             None: ``kernel`` (K's own metric). ``kernel`` still measures the velocity change.
-        smooth (KernelPower, optional): L^(q - p), applied to each gradient; default None.
+            (No smoothing of the gradient is needed: G is the same in every metric.)
     """
     ACCEPT, RETRY, STOP = 'accept', 'retry', 'stop'
 
-    def __init__(self, m0, grid, mType, cfg, kernel, hist, max_disp=1.0, metric=None, smooth=None):
+    def __init__(self, m0, grid, mType, cfg, kernel, hist, max_disp=1.0, metric=None):
         self.cfg, self.grid, self.mType, self.kernel = cfg, grid, mType, kernel
         self.mk = kernel if metric is None else metric   # the descent's metric (K, L at power q)
-        self.smooth = smooth                             # L^(q - p) (None: q = p)
         self.hist, self.max_disp = int(hist), float(max_disp)
         self.m0 = m0
         self.prev_m0 = ca.Field3D(grid, mType)
@@ -1376,7 +1376,7 @@ class LDDMM(Method):
         metric, smooth = descent_metric(kernel, self.cfg)
         if hist > 0:
             d = LBFGSDescent(self.m0, grid, self.mType, self.cfg, kernel, hist,
-                             self.cfg['lbfgs_max_disp'], metric=metric, smooth=smooth)
+                             self.cfg['lbfgs_max_disp'], metric=metric)
             sh.v0_out = d.v0                 # each shoot's K m0 kept for the gradient
         else:
             d = Descent(self.m0, grid, self.mType, self.cfg, smooth=smooth)
