@@ -761,6 +761,8 @@ def _run_lbfgs_descent(hist, iters, problem=None, metric=None):
     d = LBFGSDescent(m0, grid, ca.MEM_HOST, cfg, K, hist, max_disp=1e9, metric=metric)
 
     class FakeShooter:
+        v0_out = v0_of = None            # lends no v_0: the descent computes K m0 itself
+
         def gradient(self, I0, deformed, I1, out, precondition=True, scratch=None):
             # m0 - out must be g = m0 + D K m0 - b: out = b - D K m0 (the "L m_hat"), and
             # without the preconditioner m_hat = K (b - D K m0) (K m0 - m_hat: the L2 gradient)

@@ -901,27 +901,6 @@ def descent_metric(kernel, cfg):
     return kernel, None
 
 
-def descent_gradient(sh, I0, deformed, I1, m0, out, scratch, smooth):
-    """out = the gradient of the heavy-ball descent (:class:`Descent`): m0 - L^p m_hat(0),
-    smoothed by L^(q - p) where ``smooth`` is given (:func:`descent_metric`). (:class:`LBFGSDescent`
-    works on the L2 gradient K m0 - m_hat(0) instead, the same in every metric.)
-
-    Args:
-        sh (Shooter): the shooter that shot ``m0`` (and evaluated its energy).
-        I0 (Image3D): the moving image of the scale.
-        deformed (Image3D): I0 deformed by ``m0`` (``sh.energy``'s).
-        I1 (Image3D): the fixed image of the scale.
-        m0 (Field3D): the accepted momentum.
-        out (Field3D): output.
-        scratch (Field3D): a field the adjoint may overwrite.
-        smooth (KernelPower or None): L^(q - p); None: K's own metric.
-    """
-    sh.gradient(I0, deformed, I1, out, scratch=scratch)     # L^p m_hat(0)
-    ca.Sub(out, m0, out)                                    # m0 - L^p m_hat
-    if smooth is not None:
-        smooth.applyInverseOperator(out)                    # L^(q - p) (m0 - L^p m_hat)
-
-
 def automatic_step(kernel, direction, scratch, grid, cfg):
     """The automatic first step along ``direction``: its velocity change is at
     most ``init_disp`` voxels, and the step at most ``max_step``.
@@ -1037,8 +1016,11 @@ class Descent:
             kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): the scale's K.
             grid (GridInfo): the scale's grid.
         """
-        # the gradient; prev_m0 (the momentum accepted before m0) is free: the adjoint's scratch
-        descent_gradient(sh, I0, deformed, I1, self.m0, self.grad, self.prev_m0, self.smooth)
+        # L^p m_hat(0); prev_m0 (the momentum accepted before m0) is free: the adjoint's scratch
+        sh.gradient(I0, deformed, I1, self.grad, scratch=self.prev_m0)
+        ca.Sub(self.grad, self.m0, self.grad)                   # plain direction m0 - L^p m_hat
+        if self.smooth is not None:
+            self.smooth.applyInverseOperator(self.grad)         # L^(q - p) (m0 - L^p m_hat)
         self.m0, self.prev_m0 = self.prev_m0, self.m0           # prev_m0: the accepted momentum
         self.mom_dir = False
         if self.prev_dir is not self.grad:
@@ -1188,7 +1170,7 @@ class LBFGSDescent:
         G = self.G_new
         sh.gradient(I0, deformed, I1, G, precondition=False, scratch=self.prev_m0)
         scr = self.prev_m0
-        if getattr(sh, 'v0_of', None) is self.m0 and getattr(sh, 'v0_out', None) is self.v0:
+        if sh.v0_of is self.m0 and sh.v0_out is self.v0:
             ca.Sub(G, self.v0, G)                           # K m0 of the shoot that judged m0
         else:
             self.kernel.applyInverseOperator(scr, self.m0)  # K m0
