@@ -1160,3 +1160,67 @@ def test_final_gain_undoes_the_shrinkage_of_a_translation():
     assert abs(d['auto'] - 2.0) < 0.5 * abs(d['off'] - 2.0), d
     r = lddmm_register(F, M, gain='auto', quiet=True, metric='mi', scales=[1], iters=3)
     assert r.config['gain_used'] == 1.0
+
+
+# ----------------------------------------------------------------- large deformations
+
+def test_relax_factor_against_its_formula():
+    from PyCA.Apps.lddmm import relax_factor, RELAX_FLOOR
+    assert relax_factor(0.6, 1.0) == 1.0                  # the demo's 8 mm pairs: untouched
+    assert relax_factor(1.0, 1.0) == 1.0
+    assert relax_factor(1.6, 1.0) == pytest.approx(1.0 / 1.6)
+    assert relax_factor(1.6, 1.2) == pytest.approx(1.2 / 1.6)
+    assert relax_factor(10.0, 1.0) == RELAX_FLOOR         # circle -> C: D/l 5-7
+    assert relax_factor(10.0, 1.0, floor=0.2) == pytest.approx(0.2)
+    assert relax_factor(5.0, 0.0) == 1.0                  # off
+    assert relax_factor(float('nan'), 1.0) == 1.0
+
+
+def test_disp_ratio_is_a_percentile_of_k_m0_over_the_kernel_length():
+    """D / l against NumPy: K m0 by NumPy's FFT of K's symbol (_numpy_kernel), its
+    magnitude's 99.9th percentile, over sqrt(alpha / gamma)."""
+    from PyCA.Apps.lddmm import disp_ratio
+    grid = ca.GridInfo(ca.Vec3Di(12, 10, 8), ca.Vec3Df(1.0, 1.5, 2.0), ca.Vec3Df(0.0, 0.0, 0.0))
+    alpha, gamma = 3.0, 0.5
+    K = make_fluid_kernel(grid, ca.MEM_HOST, alpha, 0.0, gamma, 3, 0.0)
+    a = np.random.default_rng(2).normal(size=(12, 10, 8, 3))
+    m0 = ca.Field3D(grid, ca.MEM_HOST)
+    _set(m0, a)
+    got = disp_ratio(m0, K, dict(alpha=alpha, gamma=gamma), ca.Field3D(grid, ca.MEM_HOST),
+                     ca.Image3D(grid, ca.MEM_HOST))
+    v = _numpy_kernel(grid, alpha, gamma, 3, a)
+    ref = np.percentile(np.sqrt((v ** 2).sum(-1)), 99.9) / np.sqrt(alpha / gamma)
+    assert got == pytest.approx(ref, rel=1e-4)
+    assert np.abs(_get(m0) - a).max() < 1e-6                # m0 unchanged
+
+
+def _large_2d_pair(amp):
+    """A 2-D 96^2 texture moved by a smooth displacement of up to about amp pixels
+    (1 mm): (fixed, moving, h_true, interior) as _problem."""
+    fixed, moving, h_true, interior, _ = _problem((96, 96), amp, seed=4)
+    return _im(fixed), _im(moving), h_true, interior
+
+
+def test_large_deformation_relaxes_the_finest_level_and_recovers_it_better():
+    """A deformation larger than the kernel's length: the finest level takes sigma * f
+    and iters / f (relax_factor of the measured D / l), and recovers the known
+    deformation better than the same registration with ``large_disp=0``; a small
+    deformation of the same images is left as configured."""
+    from PyCA.Apps.lddmm import relax_factor
+    kw = dict(quiet=True, alpha=16.0, scales=[4, 2, 1], iters=[40, 30, 10])
+    F, M, h_true, interior = _large_2d_pair(9.0)
+    r = lddmm_register(F, M, **kw)
+    off = lddmm_register(F, M, large_disp=0.0, **kw)
+    ratio = r.config['disp_ratio']
+    f = r.config['relax_used']
+    assert ratio > 1.0 and f == pytest.approx(relax_factor(ratio, 1.0)) and f < 1.0
+    assert r.scale_of_iter.count(1) > 10                  # more than configured (10 / f at most)
+    assert r.scale_of_iter.count(1) <= int(np.ceil(10 / f))
+    assert off.config['relax_used'] == 1.0 and off.config['disp_ratio'] is None
+    e_on = _err(_h_comps(r.h, 2)[0], h_true, interior)
+    e_off = _err(_h_comps(off.h, 2)[0], h_true, interior)
+    assert e_on < 0.9 * e_off, (e_on, e_off)
+    F, M, h_true, interior = _large_2d_pair(1.5)
+    small = lddmm_register(F, M, **kw)
+    assert small.config['disp_ratio'] < 1.0 and small.config['relax_used'] == 1.0
+    assert small.scale_of_iter.count(1) <= 10

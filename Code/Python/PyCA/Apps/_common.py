@@ -852,6 +852,16 @@ class Progress:
         if self._bar is not None and n > 0:
             self._bar.update(int(n))
 
+    def extend(self, n):
+        """Adds n iterations to the bar's total (a level given more than configured).
+
+        Args:
+            n (int): the number of iterations to add.
+        """
+        if self._bar is not None and n > 0:
+            self._bar.total += int(n)
+            self._bar.refresh()
+
     def close(self):
         """Closes the bar (idempotent); also done by ``with Progress(...)``."""
         if self._bar is not None:

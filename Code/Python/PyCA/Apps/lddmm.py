@@ -116,8 +116,8 @@ from .multiscale import Method, register_levels, min_spacing, used_spacings, che
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
                      non_negative, at_least, one_of, final_gain)
 
-__all__ = ['DEFAULTS', 'SCHEMA', 'SIGMA_AUTO', 'lddmm_register', 'resolve_sigma', 'Shooter', 'Descent',
-           'LBFGSDescent', 'polish_inverse']
+__all__ = ['DEFAULTS', 'SCHEMA', 'SIGMA_AUTO', 'RELAX_FLOOR', 'lddmm_register', 'resolve_sigma',
+           'relax_factor', 'disp_ratio', 'Shooter', 'Descent', 'LBFGSDescent', 'polish_inverse']
 
 #: ``sigma=0`` (automatic) per metric name (:func:`resolve_sigma`): 0.001 for the
 #: SSD-like metrics (``ssd``, ``ncc``, ``lncc``, ``auto``), 0.008 for ``mi``.
@@ -160,8 +160,14 @@ SCHEMA = Schema(
      'integrator': Param('euler', one_of('euler', 'rk4')),
      'adjoint': Param('euler', one_of('heun', 'euler')),  # backward integration of the adjoint: 'euler'
                                        #   (trapezoid force) or 'heun' (2nd order, one more K per step)
-     'sigma': Param(0.0, non_negative)},  # image-match weight 1/(2 sigma^2) (intensities in [0, 1]);
+     'sigma': Param(0.0, non_negative),  # image-match weight 1/(2 sigma^2) (intensities in [0, 1]);
                                        #   0 = automatic: SIGMA_AUTO of the metric (0.001; MI 0.008)
+     'large_disp': Param(1.0, non_negative)},  # (kernel lengths) a large deformation relaxes the
+                                       #   finest level: where the coarser levels' velocity (99.9th
+                                       #   percentile of |K m0|, mm) is D > large_disp * l, l =
+                                       #   sqrt(alpha/gamma), that level takes sigma * f and its iters / f,
+                                       #   f = max(RELAX_FLOOR, large_disp * l / D) (relax_factor; the
+                                       #   demo's 8 mm pairs reach D/l 0.6-0.7, the 24 mm pair 1.6); 0: off
     kernel(alpha=125.0, beta=0.0, gamma=1.0,  # L = (-alpha lap - beta grad div + gamma)^lpow (physical
                                        #   units: mm^2); sqrt(alpha/gamma) = 11 mm is the length of
                                        #   K's decay
@@ -220,6 +226,63 @@ SCHEMA = Schema(
 
 #: Every parameter of lddmm_register (override with config= or keywords).
 DEFAULTS = SCHEMA.defaults()
+
+
+#: the least factor :func:`relax_factor` gives ``sigma`` (and the most it
+#: multiplies the finest level's iterations by: 1 / RELAX_FLOOR)
+RELAX_FLOOR = 0.5
+
+
+def relax_factor(ratio, large_disp, floor=RELAX_FLOOR):
+    """The finest level's factor on ``sigma`` for a deformation ``ratio`` kernel
+    lengths large (``D / l``, :func:`disp_ratio`): ``min(1, max(floor,
+    large_disp / ratio))``; 1 where ``large_disp`` is 0 (off).
+
+    A prior sized for small deformations shrinks a large one (the demo's 24 mm
+    pair: 0.26 mm short along the true displacement at the default ``sigma``):
+    the data term is strengthened in the deformation's proportion, as an
+    empirical-Bayes choice of the prior's scale from the coarse levels' result.
+
+    Args:
+        ratio (float): D / l of the coarse levels' velocity.
+        large_disp (float): the ratio from which the finest level relaxes (0: never).
+        floor (float): the least factor; default RELAX_FLOOR.
+
+    Returns:
+        float: the factor, in [floor, 1].
+    """
+    if not large_disp > 0 or not ratio > large_disp:
+        return 1.0
+    return min(1.0, max(float(floor), float(large_disp) / float(ratio)))
+
+
+def disp_ratio(m0, kernel, cfg, scratch, mag, pct=99.9):
+    """D / l: the 99.9th percentile of ``|K m0|`` (mm; the velocity of the
+    momentum, i.e. about the displacement of its geodesic) over the kernel's
+    length ``l = sqrt(alpha / gamma)`` (mm).
+
+    Args:
+        m0 (Field3D): the momentum.
+        kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): K of m0's grid.
+        cfg (dict): the configuration (``alpha``, ``gamma``).
+        scratch (Field3D): scratch of m0's grid and memory type (K m0).
+        mag (Image3D): scratch of m0's grid and memory type (|K m0|).
+        pct (float): the percentile; default 99.9.
+
+    Returns:
+        float: D / l (0 for a zero momentum).
+    """
+    import numpy as np
+    kernel.applyInverseOperator(scratch, m0)
+    ca.Magnitude(mag, scratch)
+    if mag.memType() == ca.MEM_HOST:
+        a = np.asarray(mag.asnp())
+    else:
+        host = ca.Image3D(mag.grid(), ca.MEM_HOST)
+        ca.Copy(host, mag)
+        a = np.array(host.asnp())
+    ell = math.sqrt(float(cfg['alpha']) / float(cfg['gamma']))
+    return float(np.percentile(a, pct)) / ell
 
 
 def _vec(v):
@@ -1257,6 +1320,8 @@ class LDDMM(Method):
         self.nsteps_used = []
         self.deformed = None                 # the last level's deformed-image scratch
         self.gain_used = 1.0                 # the final gain (search_gain)
+        self.relax_used = 1.0                # the finest level's sigma factor (relax_factor)
+        self.disp_ratio = None               # D / l measured for it (disp_ratio)
         self.m0 = None
         self.last = None
 
@@ -1294,10 +1359,22 @@ class LDDMM(Method):
         """
         resampler.updateVField(self.m0)      # up-sampled onto this scale's grid, in place
 
-    def _shooter(self, grid, kernel, T):
-        """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False)."""
-        return Shooter.from_config(grid, self.mType, kernel, self.cfg, self.metric, nsteps=T,
-                                   endpoint=False, lean=True)
+    def _shooter(self, grid, kernel, T, cfg=None):
+        """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False); cfg: the
+        level's configuration (default None: the registration's)."""
+        return Shooter.from_config(grid, self.mType, kernel, self.cfg if cfg is None else cfg,
+                                   self.metric, nsteps=T, endpoint=False, lean=True)
+
+    def _relax(self, level, kernel):
+        """The level's sigma factor (:func:`relax_factor`): measured on the finest level of
+        a multiscale run from the momentum the coarser levels left (1 elsewhere, and for a
+        warm start)."""
+        if not (level.identity and level.index > 0 and self.cfg['large_disp'] > 0
+                and self.init_momentum is None):
+            return 1.0
+        scratch, mag = self.field(level.grid), self.image(level.grid)
+        self.disp_ratio = disp_ratio(self.m0, kernel, self.cfg, scratch, mag)
+        return relax_factor(self.disp_ratio, self.cfg['large_disp'])
 
     def _refine(self, sh, m, grid, kernel):
         """sh shot m; while its path is unstable, more time steps (up to
@@ -1350,9 +1427,17 @@ class LDDMM(Method):
         I0, I1, grid, nit = level.moving, level.fixed, level.grid, level.iters
         self.last = None                     # the previous level's path: released before this one's
         kernel = kernel_of(grid, self.mType, self.cfg)
+        f = self._relax(level, kernel)
+        cfg = self.cfg
+        if f < 1.0:                          # a large deformation: a weaker prior, more iterations
+            self.relax_used = f
+            cfg = dict(self.cfg, sigma=self.cfg['sigma'] * f)
+            more = int(math.ceil(nit / f)) - nit
+            history.extend(more)
+            nit += more
         self.metric.prepare(I1, I0)
         nsteps = max(self.cfg['nsteps'], self.nsteps_used[-1] if self.nsteps_used else 0)
-        sh = self._shooter(grid, kernel, nsteps)
+        sh = self._shooter(grid, kernel, nsteps, cfg)
         deformed = self.deformed = ca.Image3D(grid, self.mType)   # (kept for the final gain)
         hist = lbfgs_pairs(level.values['lbfgs'], grid, self.cfg['lbfgs_max_mb'])
         metric, smooth = descent_metric(kernel, self.cfg)
@@ -1434,7 +1519,8 @@ class LDDMM(Method):
         K.applyInverseOperator(velocity, self.m0)     # v_0 = K m0 (the shoot's own v_0 was scratch)
         return dict(deformed=out, h=h, hinv=hinv, momentum=self.m0, velocity=velocity,
                     config=dict(copy.deepcopy(self.cfg), nsteps_used=self.nsteps_used,
-                               gain_used=self.gain_used))
+                               gain_used=self.gain_used, relax_used=self.relax_used,
+                               disp_ratio=self.disp_ratio))
 
 
 def lddmm_register(fixed, moving, config=None, quiet=False, init_momentum=None, **params):

@@ -140,6 +140,14 @@ class History:
         """
         self.bar.skip(n)
 
+    def extend(self, n):
+        """Adds ``n`` iterations to the bar's total (a level given more than configured).
+
+        Args:
+            n (int): the iterations added.
+        """
+        self.bar.extend(n)
+
 
 class Method:
     """A registration method's per-level step: the base class of the
