@@ -1224,3 +1224,16 @@ def test_large_deformation_relaxes_the_finest_level_and_recovers_it_better():
     small = lddmm_register(F, M, **kw)
     assert small.config['disp_ratio'] < 1.0 and small.config['relax_used'] == 1.0
     assert small.scale_of_iter.count(1) <= 10
+
+
+def test_relaxed_level_extends_the_progress_bar(capfd):
+    """The finest level's extra iterations are added to the bar's total: it ends full
+    (n == total), never past it."""
+    import re
+    pytest.importorskip('tqdm')
+    F, M, _, _ = _large_2d_pair(9.0)
+    r = lddmm_register(F, M, quiet=False, alpha=16.0, scales=[4, 2, 1], iters=[40, 30, 10])
+    assert r.config['relax_used'] < 1.0
+    done = re.findall(r'(\d+)/(\d+) \[', capfd.readouterr().err)
+    assert done and done[-1][0] == done[-1][1], done[-3:]
+    assert int(done[-1][1]) > 80                          # 40 + 30 + 10, extended
