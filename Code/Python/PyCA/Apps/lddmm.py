@@ -283,7 +283,7 @@ def disp_ratio(m0, kernel, cfg, scratch, mag, pct=99.9):
         kernel (FluidKernelFFTCPU or FluidKernelFFTGPU): K of m0's grid.
         cfg (dict): the configuration (``alpha``, ``gamma``).
         scratch (Field3D): scratch of m0's grid and memory type (K m0).
-        mag (Image3D): scratch of m0's grid and memory type (|K m0|).
+        mag (Image3D): scratch of m0's grid and memory type (``|K m0|``).
         pct (float): the percentile; default 99.9.
 
     Returns:
