@@ -290,14 +290,10 @@ def disp_ratio(m0, kernel, cfg, scratch, mag, pct=99.9):
         float: D / l (0 for a zero momentum).
     """
     import numpy as np
+    from PyCA.Common import AsNPCopy
     kernel.applyInverseOperator(scratch, m0)
     ca.Magnitude(mag, scratch)
-    if mag.memType() == ca.MEM_HOST:
-        a = np.asarray(mag.asnp())
-    else:
-        host = ca.Image3D(mag.grid(), ca.MEM_HOST)
-        ca.Copy(host, mag)
-        a = np.array(host.asnp())
+    a = AsNPCopy(mag)                    # (from any memory type)
     ell = math.sqrt(float(cfg['alpha']) / float(cfg['gamma']))
     return float(np.percentile(a, pct)) / ell
 
@@ -1376,11 +1372,11 @@ class LDDMM(Method):
         """
         resampler.updateVField(self.m0)      # up-sampled onto this scale's grid, in place
 
-    def _shooter(self, grid, kernel, T, cfg=None):
-        """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False); cfg: the
-        level's configuration (default None: the registration's)."""
-        return Shooter.from_config(grid, self.mType, kernel, self.cfg if cfg is None else cfg,
-                                   self.metric, nsteps=T, endpoint=False, lean=True)
+    def _shooter(self, grid, kernel, T, cfg):
+        """The scale's Shooter with T time steps (no m_T, v_T: endpoint=False) and the
+        level's configuration cfg (its sigma: :meth:`_relax`)."""
+        return Shooter.from_config(grid, self.mType, kernel, cfg, self.metric, nsteps=T,
+                                   endpoint=False, lean=True)
 
     def _relax(self, level, kernel):
         """The level's sigma factor (:func:`relax_factor`): measured on the finest level of
