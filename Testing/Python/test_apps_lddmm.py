@@ -148,7 +148,7 @@ def test_register_dispatch_and_rk4():
 # ----------------------------------------------------------------- gradient
 
 def _fd_setup(sp=(1.0, 1.0), alpha=4.0, T=10, integrator='euler', scale=10.0, sigma=0.1,
-              adjoint='heun', inverse_iters=3, lean=False, lpow=1):
+              adjoint='heun', inverse_iters=3, lean=False, lpow=1, keep_mb=0.0):
     N = 48
     rng = np.random.default_rng(0)
     x, y = np.meshgrid(np.arange(N), np.arange(N), indexing='ij')
@@ -169,7 +169,7 @@ def _fd_setup(sp=(1.0, 1.0), alpha=4.0, T=10, integrator='euler', scale=10.0, si
     m0, dm = smooth_field(scale), smooth_field(scale)
     K = make_fluid_kernel(g, MT, alpha, 0.0, 1.0, lpow)
     sh = Shooter(g, MT, K, T, integrator, sigma, inverse_iters=inverse_iters, adjoint=adjoint,
-                 endpoint=not lean, lean=lean)
+                 endpoint=not lean, lean=lean, keep_mb=keep_mb)
     return I0, I1, g, K, sh, m0, dm, spv
 
 
@@ -181,10 +181,12 @@ def _energy(sh, g, a, I0, I1, spv):
     return e_img + e_reg, d, m
 
 
-def _directional(sp, integrator, alpha, scale, sigma=0.1, adjoint='heun', inverse_iters=3, lean=False):
+def _directional(sp, integrator, alpha, scale, sigma=0.1, adjoint='heun', inverse_iters=3, lean=False,
+                 keep_mb=0.0):
     I0, I1, g, K, sh, m0, dm, spv = _fd_setup(sp=sp, integrator=integrator, alpha=alpha, scale=scale,
                                               sigma=sigma, adjoint=adjoint, inverse_iters=inverse_iters,
-                                              lean=lean)
+                                              lean=lean, keep_mb=keep_mb)
+    assert sh.keeps == (lean and keep_mb > 0)
     if lean:
         # the registration's set-up: pooled scratch comes from the thread's memory manager
         ensure_thread_memory_manager(g, MT)
@@ -221,13 +223,14 @@ def test_gradient_matches_finite_difference(sp, integrator, adjoint, ninv):
                                                         ((1.0, 1.0), 'euler', 'euler', 3),
                                                         ((1.0, 1.0), 'rk4', 'heun', 3),
                                                         ((1.0, 1.0), 'euler', 'heun', 1)])
-def test_lean_shooter_gradient_matches_finite_difference(sp, integrator, adjoint, ninv):
+@pytest.mark.parametrize("keep_mb", [0.0, 64.0])
+def test_lean_shooter_gradient_matches_finite_difference(sp, integrator, adjoint, ninv, keep_mb):
     """The registration's lean shooter (lean=True: the identity used
-    implicitly, m_n and v_n recomputed by the adjoint, scratch borrowed from
-    the thread's memory manager) against a central difference of its energy,
-    as the full shooter above."""
+    implicitly, m_n and v_n recomputed by the adjoint, or kept where they fit in
+    keep_mb, scratch borrowed from the thread's memory manager) against a central
+    difference of its energy, as the full shooter above."""
     fd, reg, img = _directional(sp, integrator, alpha=4.0, scale=10.0, adjoint=adjoint, inverse_iters=ninv,
-                                lean=True)
+                                lean=True, keep_mb=keep_mb)
     assert abs(reg + img - fd) < 1e-2 * abs(fd), (reg + img, fd)
 
 
@@ -245,6 +248,31 @@ def test_lean_shooter_holds_fewer_fields():
     held = [f for f in full.g + full.ginv + full.v + full.m[1:] + [full.t1, full.t2, full.t3, full.w]
             if isinstance(f, ca.Field3D)]
     assert len({id(f) for f in held}) == 4 * 3 + 7
+
+
+def test_kept_path_fits_its_budget():
+    """keep_mb: the lean, pooled shooter keeps m_1..m_{T-1} and v_1..v_{T-1}
+    (2 (T - 1) more fields) where they fit in keep_mb MiB, and recomputes them
+    where they do not (more time steps than fit: set_steps drops them); the
+    gradient is the recomputing shooter's to rounding."""
+    field_mb = 48 * 48 * 12 / 2.0 ** 20
+    for T, keep_mb, kept in ((3, 0.0, False), (3, 3.9 * field_mb, False), (3, 4 * field_mb, True)):
+        I0, I1, g, K, sh, m0, dm, spv = _fd_setup(T=T, adjoint='euler', inverse_iters=1, lean=True,
+                                                  keep_mb=keep_mb)
+        ensure_thread_memory_manager(g, MT)
+        assert sh.kept_fields(T) == 2 * (T - 1) and sh.keeps == kept
+        e, d, m = _energy(sh, g, m0, I0, I1, spv)
+        held = [f for f in sh.g + sh.ginv + sh.v + sh.m[1:] if isinstance(f, ca.Field3D)]
+        assert len({id(f) for f in held}) == 2 * T + (2 * (T - 1) if kept else 0)
+        mh = ca.Field3D(g, MT)
+        sh.gradient(I0, d, I1, mh, precondition=False)
+        if keep_mb == 0.0:
+            ref = common.AsNPCopy(mh)
+        else:
+            got = common.AsNPCopy(mh)
+            assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    sh.set_steps(5)                                  # 8 fields: more than 4 fit
+    assert not sh.keeps and all(f is None for f in sh.m[1:]) and sh.v[1:] == [None] * 5
 
 
 @pytest.mark.parametrize("sp,alpha,scale", [((1.0, 1.0), 4.0, 10.0), ((1.0, 1.0), 4.0, 5.0),

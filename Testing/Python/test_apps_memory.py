@@ -99,6 +99,22 @@ def test_prediction_structure():
     assert 'GiB' in memory.format_bytes(8 * 2 ** 30)
 
 
+def test_prediction_counts_the_kept_path():
+    """path_max_mb: LDDMM's kept m_n, v_n (2 (nsteps - 1) fields of the padded
+    grid) are counted where they fit, and not where they do not (a 1 mm brain)."""
+    def fields(size, **cfg):
+        p = predict_peak('lddmm', size, cfg)
+        n = p.padded_size[0] * p.padded_size[1] * p.padded_size[2]
+        return p.breakdown['method_fields'] / (memory.FIELD_BYTES * n)
+    assert fields((97, 115, 97)) - fields((97, 115, 97), path_max_mb=0) == pytest.approx(2.0)
+    assert fields((97, 115, 97), nsteps=4) - fields((97, 115, 97), nsteps=4, path_max_mb=0) == pytest.approx(6.0)
+    assert fields((97, 115, 97), nsteps=6) == fields((97, 115, 97), nsteps=6, path_max_mb=0)  # 10 > 128 MiB
+    assert fields((197, 233, 189)) == fields((197, 233, 189), path_max_mb=0)
+    # the heun adjoint keeps only m_n (its v_n are already held)
+    assert fields((97, 115, 97), adjoint='heun') - fields((97, 115, 97), adjoint='heun', path_max_mb=0) \
+        == pytest.approx(1.0)
+
+
 def test_parse_bytes():
     assert parse_bytes(None) is None and parse_bytes('auto') is None
     assert parse_bytes(0) == 0 and parse_bytes(False) == 0 and parse_bytes('0') == 0

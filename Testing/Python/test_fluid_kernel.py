@@ -613,7 +613,7 @@ def test_spectral_tolerance_drops_exactly_the_band(gs, eps):
     exact = numpy_K(v, size, sp, p["alpha"], p["gamma"], p["lpow"])
     got = apply(k, v, g, inverse=True)
     assert np.linalg.norm(got - exact) <= eps * np.linalg.norm(as64(v)) * 1.001 + 1e-5 * np.linalg.norm(exact)
-    # applyOperator (L) is never truncated
+    # applyOperator (L) is not truncated (unless setBandedOperator(True))
     assert np.array_equal(apply(k, v, g), apply(make_kernel(g=g, **p), v, g))
 
 
@@ -658,6 +658,52 @@ def test_spectral_tolerance_leaves_K_exact_where_it_does_not_apply(case):
     k = make_kernel(g=g, **p)
     k.setSpectralTolerance(eps)
     assert np.array_equal(apply(k, v, g, inverse=True), apply(make_kernel(g=g, **p), v, g, inverse=True))
+
+
+def numpy_L(comps, size, sp, alpha, gamma, lpow, keep=None):
+    """L f for beta = 0 (the multiplier (gamma + alpha lambda)^lpow), float64."""
+    lam = 0.0
+    for d in range(3):
+        k = np.arange(size[d])
+        shape = [1, 1, 1]
+        shape[d] = size[d]
+        lam = lam + ((2.0 - 2.0 * np.cos(2.0 * np.pi * k / size[d])) / sp[d] ** 2).reshape(shape)
+    mult = (gamma + alpha * lam) ** float(lpow)
+    if keep is not None:
+        mult = mult * keep
+    return np.stack([np.real(np.fft.ifftn(np.fft.fftn(np.asarray(c, np.float64)) * mult)) for c in comps])
+
+
+@pytest.mark.parametrize("gs", TOL_GRIDS[:2], ids=gid)
+@pytest.mark.parametrize("lpow,eps", [(2, 1e-4), (3, 1e-3)])
+def test_banded_operator_is_L_on_the_band(gs, lpow, eps):
+    """setBandedOperator(True): applyOperator is L restricted to the band
+    applyInverseOperator keeps (NumPy: the multiplier (gamma + alpha lambda)^lpow
+    on the kept modes, zero elsewhere); K and the legacy L are unchanged, and
+    L_band K_band is the projection onto the band."""
+    size, sp = gs
+    g = grid(*size, sp=sp)
+    p = dict(alpha=125.0, beta=0.0, gamma=1.0, lpow=lpow)
+    v = random_field(size, 61)
+    k = make_kernel(g=g, **p)
+    k.setSpectralTolerance(eps)
+    assert k.getBandedOperator() is False
+    full = apply(k, v, g)
+    k.setBandedOperator(True)
+    assert k.getBandedOperator() is True
+    keep = band_mask(size, sp, p["alpha"], p["gamma"], p["lpow"], eps)
+    assert 0 < keep.sum() < keep.size
+    want = numpy_L(v, size, sp, p["alpha"], p["gamma"], p["lpow"], keep)
+    for inplace in (False, True):
+        assert rel_err(apply(k, v, g, inplace=inplace), want) < 1e-4
+    assert rel_err(full, numpy_L(v, size, sp, p["alpha"], p["gamma"], p["lpow"])) < 1e-4
+    assert rel_err(apply(k, v, g, inverse=True),
+                   numpy_K(v, size, sp, p["alpha"], p["gamma"], p["lpow"], keep)) < 2e-5
+    # L_band (K_band v) = P v
+    kv = apply(k, v, g, inverse=True)
+    assert rel_err(apply(k, list(kv.astype(np.float32)), g), band_project(v, keep)) < 1e-3
+    k.setBandedOperator(False)
+    assert np.array_equal(apply(k, v, g), full)
 
 
 def test_spectral_tolerance_default_and_errors():

@@ -236,6 +236,7 @@ CLASS_ARGS = {
     ('Aff3D', 'm'): 'Linear part (Mat3Df).', ('Aff3D', 'v'): 'Translation or vector (Vec3Df).',
     ('Aff3D', 'o'): 'The other transform.', ('Aff3D', 'l'): 'Nested lists, 4 x 4 or 3 x 4.',
     ('FluidKernelFFT', 'eps'): "Spectral tolerance, 0 <= eps < 1: a fraction of K's largest multiplier.",
+    ('FluidKernelFFT', 'banded'): "True: applyOperator keeps only K's band; False: the full L.",
     ('GridInfo', 'size'): 'Size in voxels (Vec3Di).', ('GridInfo', 's'): 'New value.',
     ('GridInfo', 'o'): 'The other grid (or new origin for setOrigin).',
     ('GridInfo', 'ot'): 'Grid to copy.',
@@ -828,8 +829,14 @@ for _k, _s in {
                             "K's multiplier is at most eps times its largest (gamma^-lpow), so "
                             '||K - K_eps|| <= eps ||K||, and the CPU skips their FFTs (3-D grids, '
                             'alpha > 0, beta >= 0, gamma > 0, lpow >= 1; elsewhere K stays exact). '
-                            '0 (the default): the exact, legacy K. applyOperator is never truncated.',
+                            '0 (the default): the exact, legacy K. applyOperator is truncated only '
+                            'with setBandedOperator(True).',
     'getSpectralTolerance': 'The spectral tolerance of applyInverseOperator (0: exact).',
+    'setBandedOperator': 'PyCA extension: with True, applyOperator keeps the band that '
+                         'applyInverseOperator keeps (L restricted to K\'s band at the spectral '
+                         'tolerance: the other modes set to zero, their FFTs skipped on the CPU). '
+                         'False (the default): the full, legacy L.',
+    'getBandedOperator': 'Whether applyOperator keeps only K\'s band (setBandedOperator; default False).',
     'setDivergenceFree': 'Projects results onto divergence-free fields.',
     'getDivergenceFree': 'Whether results are projected onto divergence-free fields.',
     'setGrid': 'Sets the grid (plans the FFTs).', 'memType': 'Memory type of the fields it takes.',

@@ -76,10 +76,18 @@ class FluidKernelFFT : public FluidKernelFFTInterface {
   /// effect on 3-D grids with alpha > 0, beta >= 0, gamma > 0 and lpow >= 1;
   /// for L^-2 with alpha = 200 mm^2, gamma = 1 on a 2 mm grid, eps = 1e-4
   /// keeps half the frequencies of each axis. 0 (the default) keeps every
-  /// frequency: the legacy operator. applyOperator (L) is never truncated.
+  /// frequency: the legacy operator. applyOperator (L) is truncated only with
+  /// setBandedOperator(true).
   /// Throws PyCAValueException (Python ValueError) unless 0 <= eps < 1.
   void setSpectralTolerance(float eps);
   float getSpectralTolerance() const { return mSpectralTol; }
+  /// PyCA extension: with true, applyOperator keeps the same band as
+  /// applyInverseOperator (L restricted to K's band at the spectral
+  /// tolerance and lpow: the modes outside it are set to zero, and the CPU
+  /// back end skips their transforms). For descents whose directions live in
+  /// K's band. false (the default): the full L, the legacy operator.
+  void setBandedOperator(bool banded) { mBandedOperator = banded; }
+  bool getBandedOperator() const { return mBandedOperator; }
 
   /// Plans the transforms (in well under 0.1 s for 128^3 on the CPU) and
   /// builds the tables. A grid with a zero extent is accepted; applying the
@@ -103,6 +111,7 @@ class FluidKernelFFT : public FluidKernelFFTInterface {
   int mLPow = 1;
   bool mDivergenceFree = false;
   float mSpectralTol = 0.f;
+  bool mBandedOperator = false;
   bool mHasGrid = false;
   GridInfo mGrid;
   std::unique_ptr<detail::FluidFFTBackend> mBackend;

@@ -127,7 +127,7 @@ import PyCA.Core as ca
 
 from ._common import (ConfigError, kernel_of, polish_inverse, scratch_field, scratch_image,
                       gain_search, gain_wanted)
-from .memory import lbfgs_pairs
+from .memory import FIELD_BYTES, lbfgs_pairs
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
@@ -227,6 +227,11 @@ SCHEMA = Schema(
                                        #   2 steps on the 24 mm demo pair (0.5 took 4: 6.3 s,
                                        #   0.99 mm; 0.8: 3.1 s, 0.97 mm)
      'max_nsteps': Param(64, at_least(1)),  # the most time steps the adaptive shooting may take
+     'path_max_mb': Param(128, non_negative),  # the most memory (MiB) the shooting may spend to keep
+                                       #   its path's momenta m_n and velocities v_n (n = 1..T-1) for
+                                       #   the adjoint instead of recomputing them (a CoAd and a K per
+                                       #   gradient and time step; a 2 mm brain with 2 time steps: 28
+                                       #   MiB; a 1 mm brain does not fit: recomputed); 0: recompute
      'hinv_iters': Param(6, non_negative)},  # iterations that make result.hinv (phi_1) the inverse of
                                        #   result.h at the end (polish_inverse; 0: the shooting's own
                                        #   phi_1, which differs from h's inverse by O(dt))
@@ -349,13 +354,18 @@ class Shooter:
             after a shoot; ``e_reg`` holds the shoot's 1/2 <m0, K m0>. The
             energy and the gradient are the full path's to rounding
             (Documentation/Architecture.md, "Where the memory goes").
+        keep_mb (float): lean only: where the path's m_1 .. m_{T-1} (and, pooled,
+            v_1 .. v_{T-1}: :meth:`kept_fields`) fit in this many MiB, they are kept
+            for the adjoint instead of recomputed (a CoAd and a K less per gradient
+            and time step; ``keeps``); decided again at each :meth:`set_steps`.
+            Default 0: recomputed (the registration passes ``path_max_mb``).
 
     Raises:
         ConfigError: an unknown ``integrator`` or ``adjoint``.
     """
 
     def __init__(self, grid, mType, kernel, nsteps=None, integrator=None, sigma=None,
-                 inverse_iters=None, adjoint=None, metric=None, endpoint=True, lean=False):
+                 inverse_iters=None, adjoint=None, metric=None, endpoint=True, lean=False, keep_mb=0.0):
         d = DEFAULTS
         nsteps = d['nsteps'] if nsteps is None else nsteps
         integrator = d['integrator'] if integrator is None else integrator
@@ -370,6 +380,8 @@ class Shooter:
         self.T, self.integrator, self.sigma = int(nsteps), integrator, resolve_sigma(sigma, self.metric)
         self.ninv = int(inverse_iters)
         self.lean = bool(lean)
+        self.keep_mb = float(keep_mb) if self.lean else 0.0
+        self.keeps = False                   # m_n (and v_n) of the lean path kept (set_steps)
         self.endpoint = bool(endpoint) and not self.lean
         sp = grid.spacing()
         self.sp = (float(sp[0]), float(sp[1]), float(sp[2]))
@@ -444,8 +456,11 @@ class Shooter:
                       self.t1 if self.lean and self.adjoint != 'heun' else F()]
         # v_0 .. v_{T-1}, and v_T unless lean; pooled: none (v_n in t1 during
         # the shoot, K m_n recomputed by the adjoint)
-        nv = 1 if self.pooled else T if self.lean else T + 1
-        nm = 0 if self.lean else T           # m_1 .. m_T (recomputed when lean)
+        # lean, but m_n (and, pooled, v_n) kept where they fit in keep_mb
+        keep = self.lean and self.kept_fields(T) * FIELD_BYTES * self.grid.nVox() <= self.keep_mb * 2 ** 20
+        self.keeps = keep and T > 1
+        nv = T if keep else 1 if self.pooled else T if self.lean else T + 1
+        nm = T - 1 if keep else 0 if self.lean else T           # m_1 .. m_T (recomputed when lean)
         self.g = self.g[:1] + [take() for _ in range(T)]
         self.ginv = self.ginv[:1] + [take() for _ in range(T)]
         self.v = self.v[:1] + [take() for _ in range(nv - 1)] + [None] * (T + 1 - nv)
@@ -457,6 +472,18 @@ class Shooter:
             self.mscr = self.w               # free wherever m_n is recomputed (pooled: _borrow)
         self.T = T
         del old
+
+    def kept_fields(self, T):
+        """The fields a lean shooter with T time steps adds where it keeps its path's
+        momenta (``keep_mb``): m_1 .. m_{T-1}, and for a pooled one v_1 .. v_{T-1} too.
+
+        Args:
+            T (int): the time steps.
+
+        Returns:
+            int: the fields (0 with one time step).
+        """
+        return (2 if self.pooled else 1) * max(0, int(T) - 1)
 
     @contextlib.contextmanager
     def _borrow(self, fields, images):
@@ -516,7 +543,8 @@ class Shooter:
         """
         c = dict(DEFAULTS, **{k: v for k, v in cfg.items() if k in DEFAULTS})
         return cls(grid, mType, kernel, c['nsteps'] if nsteps is None else nsteps, c['integrator'],
-                   c['sigma'], c['inverse_iters'], c['adjoint'], metric, endpoint=endpoint, lean=lean)
+                   c['sigma'], c['inverse_iters'], c['adjoint'], metric, endpoint=endpoint, lean=lean,
+                   keep_mb=c['path_max_mb'])
 
     # ---- unit conversions of the voxel-unit operators --------------------
     def _converted(self, op, out, a, sa, b, sb, sout):
@@ -918,15 +946,17 @@ class KernelPower:
     @contextlib.contextmanager
     def _power(self):
         k = self.kernel
-        p0, t0 = k.getLPow(), k.getSpectralTolerance()
+        p0, t0, b0 = k.getLPow(), k.getSpectralTolerance(), k.getBandedOperator()
         k.setLPow(self.lpow)
         if self.tol is not None:
             k.setSpectralTolerance(self.tol)
+            k.setBandedOperator(True)
         try:
             yield k
         finally:
             k.setLPow(p0)
             k.setSpectralTolerance(t0)
+            k.setBandedOperator(b0)
 
     def applyOperator(self, *args):
         """L^lpow: the kernel's ``applyOperator`` at this power.

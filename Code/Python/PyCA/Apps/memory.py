@@ -334,6 +334,12 @@ def predict_peak(method, grid, config=None, device='cpu', inputs_resident=True):
         pairs = min(allowed, max(0, int(its) - 2))
         if allowed:
             fields += 2 * pairs + 2 + (1.0 if not cfg.get('momentum', 0.65) else 0.0)
+        # the path's m_n (and, pooled, v_n) kept where they fit in path_max_mb (Shooter.kept_fields)
+        pooled = (cfg.get('integrator', 'euler') == 'euler' and int(cfg.get('inverse_iters', 1)) == 1
+                  and cfg.get('adjoint', 'euler') == 'euler')
+        kept = (2 if pooled else 1) * (max(1, int(cfg.get('nsteps', 2))) - 1)
+        if kept * FIELD_BYTES * n <= float(cfg.get('path_max_mb', 0)) * 2 ** 20:
+            fields += kept
     gpu = str(device).lower() in ('gpu', 'cuda')
     where = {
         'method_fields': fields * FIELD_BYTES * n,
