@@ -78,6 +78,25 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE float bspline3Deriv(float u) {
   return 0.f;
 }
 
+/// The four cubic B-spline weights B(k - 1 - u), k = 0..3, of a sample at
+/// fraction u in [0, 1) past its bin (the taps floor(t) - 1 .. floor(t) + 2):
+/// bspline3 at those points, without its branches.
+PYCA_HOSTDEVICE PYCA_FORCEINLINE void bspline3Taps(float u, float* w) {
+  const float u2 = u * u, u3 = u2 * u, v = 1.f - u;
+  w[0] = v * v * v * (1.f / 6.f);
+  w[1] = (4.f - 6.f * u2 + 3.f * u3) * (1.f / 6.f);
+  w[2] = (1.f + 3.f * u + 3.f * u2 - 3.f * u3) * (1.f / 6.f);
+  w[3] = u3 * (1.f / 6.f);
+}
+/// The derivatives B'(k - 1 - u), k = 0..3 (bspline3Deriv at the same taps).
+PYCA_HOSTDEVICE PYCA_FORCEINLINE void bspline3DerivTaps(float u, float* d) {
+  const float v = 1.f - u;
+  d[0] = 0.5f * v * v;
+  d[1] = u * (2.f - 1.5f * u);
+  d[2] = v * (1.5f * v - 2.f);
+  d[3] = -0.5f * u * u;
+}
+
 /// The continuous bin index of a value: t = 2 + (clamp(v, lo, hi) - lo) /
 /// delta (NaN maps to lo). inside(v): v in [lo, hi] (the map's derivative
 /// is 1 / delta there, 0 outside).
@@ -99,14 +118,16 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void miHistogramVoxel(const float* f, const flo
                                                        size_t i, Add& add) {
   if (mask && !(mask[i] > 0.5f)) return;
   const float tf = pf.index(f[i]), tm = pm.index(m[i]);
-  const int a0 = int(floorf(tf)) - 1, b0 = int(floorf(tm)) - 1;
-  float wb[4];
-  for (int k = 0; k < 4; ++k) wb[k] = bspline3(float(b0 + k) - tm);
+  const float fa = floorf(tf), fb = floorf(tm);
+  const int a0 = int(fa) - 1, b0 = int(fb) - 1;
+  float wa[4], wb[4];
+  bspline3Taps(tf - fa, wa);
+  bspline3Taps(tm - fb, wb);
   for (int ka = 0; ka < 4; ++ka) {
-    const float wa = bspline3(float(a0 + ka) - tf);
-    if (wa == 0.f) continue;
+    if (wa[ka] == 0.f) continue;
+    const int row = (a0 + ka) * nb + b0;
     for (int kb = 0; kb < 4; ++kb)
-      if (wb[kb] != 0.f) add((a0 + ka) * nb + (b0 + kb), double(wa) * double(wb[kb]));
+      if (wb[kb] != 0.f) add(row + kb, double(wa[ka]) * double(wb[kb]));
   }
 }
 
@@ -129,17 +150,16 @@ struct MIGradientOp {
       return;
     }
     const float tf = pf.index(f[i]), tm = pm.index(v);
-    const int a0 = int(floorf(tf)) - 1, b0 = int(floorf(tm)) - 1;
-    float db[4];
-    for (int k = 0; k < 4; ++k) db[k] = bspline3Deriv(float(b0 + k) - tm);
+    const float fa = floorf(tf), fb = floorf(tm);
+    const int a0 = int(fa) - 1, b0 = int(fb) - 1;
+    float wa[4], db[4];
+    bspline3Taps(tf - fa, wa);
+    bspline3DerivTaps(tm - fb, db);
     float s = 0.f;
     for (int ka = 0; ka < 4; ++ka) {
-      const float wa = bspline3(float(a0 + ka) - tf);
-      if (wa == 0.f) continue;
       const float* row = logRatio + (a0 + ka) * nb + b0;
-      float t = 0.f;
-      for (int kb = 0; kb < 4; ++kb) t += db[kb] * row[kb];
-      s += wa * t;
+      const float t = db[0] * row[0] + db[1] * row[1] + db[2] * row[2] + db[3] * row[3];
+      s += wa[ka] * t;
     }
     out[i] = s * scale;
   }
