@@ -48,7 +48,8 @@ pays one more FFT operator per iteration for it, L-BFGS none (it works on the L2
 gradient K m0 - m_hat(0), which is the same in every metric, with K m0 the
 shooter's v_0: 8 FFT operators an iteration with two time steps, against 11 when
 it smoothed the gradient first; 26 % fewer on the demo's large pair, 6 to 17 %
-less time); both keep K's band (the modes K drops get no momentum: at 1 mm
+less time; 7 where the shooter keeps its path, ``path_max_mb``, two of them L^q
+on K's band only); both keep K's band (the modes K drops get no momentum: at 1 mm
 0.308 / 0.710 mm without that, 0.254 / 0.588 with it; at 2 mm within 0.03 mm).
 In K's metric the direction m0 - L^3 m_hat(0) is dominated by the
 frequencies that L^3 amplifies most, where the continuous adjoint's gradient
