@@ -571,18 +571,29 @@ def band_project(comps, keep):
     return np.stack([np.real(np.fft.ifftn(np.fft.fftn(np.asarray(c, np.float64)) * keep)) for c in comps])
 
 
-def numpy_K(comps, size, sp, alpha, gamma, lpow, keep=None):
-    """K f for beta = 0 (the multiplier (gamma + alpha lambda)^-lpow), float64."""
+def numpy_L_power(comps, size, sp, alpha, gamma, power, keep=None):
+    """L^power f for beta = 0 (the multiplier (gamma + alpha lambda)^power), float64;
+    keep: the modes kept (the others zero)."""
     lam = 0.0
     for d in range(3):
         k = np.arange(size[d])
         shape = [1, 1, 1]
         shape[d] = size[d]
         lam = lam + ((2.0 - 2.0 * np.cos(2.0 * np.pi * k / size[d])) / sp[d] ** 2).reshape(shape)
-    mult = (gamma + alpha * lam) ** (-float(lpow))
+    mult = (gamma + alpha * lam) ** float(power)
     if keep is not None:
         mult = mult * keep
     return np.stack([np.real(np.fft.ifftn(np.fft.fftn(np.asarray(c, np.float64)) * mult)) for c in comps])
+
+
+def numpy_K(comps, size, sp, alpha, gamma, lpow, keep=None):
+    """K f = L^-lpow f for beta = 0, float64."""
+    return numpy_L_power(comps, size, sp, alpha, gamma, -lpow, keep)
+
+
+def numpy_L(comps, size, sp, alpha, gamma, lpow, keep=None):
+    """L^lpow f for beta = 0, float64."""
+    return numpy_L_power(comps, size, sp, alpha, gamma, lpow, keep)
 
 
 TOL_GRIDS = [
@@ -658,20 +669,6 @@ def test_spectral_tolerance_leaves_K_exact_where_it_does_not_apply(case):
     k = make_kernel(g=g, **p)
     k.setSpectralTolerance(eps)
     assert np.array_equal(apply(k, v, g, inverse=True), apply(make_kernel(g=g, **p), v, g, inverse=True))
-
-
-def numpy_L(comps, size, sp, alpha, gamma, lpow, keep=None):
-    """L f for beta = 0 (the multiplier (gamma + alpha lambda)^lpow), float64."""
-    lam = 0.0
-    for d in range(3):
-        k = np.arange(size[d])
-        shape = [1, 1, 1]
-        shape[d] = size[d]
-        lam = lam + ((2.0 - 2.0 * np.cos(2.0 * np.pi * k / size[d])) / sp[d] ** 2).reshape(shape)
-    mult = (gamma + alpha * lam) ** float(lpow)
-    if keep is not None:
-        mult = mult * keep
-    return np.stack([np.real(np.fft.ifftn(np.fft.fftn(np.asarray(c, np.float64)) * mult)) for c in comps])
 
 
 @pytest.mark.parametrize("gs", TOL_GRIDS[:2], ids=gid)

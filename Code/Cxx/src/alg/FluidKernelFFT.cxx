@@ -110,9 +110,10 @@ void FluidKernelFFT<mode>::apply(Field3D& out, const Field3D& in, bool inverse, 
   if (mBackend->layout().nReal == 0) return;
   // all three forward transforms read `in` before any backward transform
   // writes `out`, so any aliasing between them is safe
-  mBackend->setBand((inverse || mBandedOperator) ? detail::spectralBand(mBackend->layout(), mGrid.spacing(), mAlpha, mBeta, mGamma,
-                                                    mLPow, mSpectralTol)
-                             : detail::SpectralBand(mBackend->layout().half));
+  const bool banded = inverse || mBandedOperator;  // K's band (L's too with setBandedOperator)
+  mBackend->setBand(banded ? detail::spectralBand(mBackend->layout(), mGrid.spacing(), mAlpha, mBeta, mGamma,
+                                                  mLPow, mSpectralTol)
+                           : detail::SpectralBand(mBackend->layout().half));
   mBackend->forward(in, st);
   mBackend->spectral(mAlpha, mBeta, mGamma, mLPow, mDivergenceFree, inverse, st);
   mBackend->backward(out, st);

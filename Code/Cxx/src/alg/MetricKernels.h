@@ -57,30 +57,10 @@ struct BoxLine {
   }
 };
 
-/// The cubic B-spline (support |u| < 2, a partition of unity) and its derivative.
-PYCA_HOSTDEVICE PYCA_FORCEINLINE float bspline3(float u) {
-  const float a = u < 0.f ? -u : u;
-  if (a < 1.f) return (4.f - 6.f * a * a + 3.f * a * a * a) * (1.f / 6.f);
-  if (a < 2.f) {
-    const float t = 2.f - a;
-    return t * t * t * (1.f / 6.f);
-  }
-  return 0.f;
-}
-PYCA_HOSTDEVICE PYCA_FORCEINLINE float bspline3Deriv(float u) {
-  const float a = u < 0.f ? -u : u;
-  const float s = u < 0.f ? -1.f : 1.f;
-  if (a < 1.f) return s * (-2.f * a + 1.5f * a * a);
-  if (a < 2.f) {
-    const float t = 2.f - a;
-    return s * (-0.5f * t * t);
-  }
-  return 0.f;
-}
-
-/// The four cubic B-spline weights B(k - 1 - u), k = 0..3, of a sample at
-/// fraction u in [0, 1) past its bin (the taps floor(t) - 1 .. floor(t) + 2):
-/// bspline3 at those points, without its branches.
+/// The cubic B-spline B (support |x| < 2, a partition of unity: (4 - 6x^2 +
+/// 3|x|^3) / 6 for |x| < 1, (2 - |x|)^3 / 6 for 1 <= |x| < 2) at the four taps
+/// of a sample at fraction u in [0, 1) past its bin (the taps floor(t) - 1 ..
+/// floor(t) + 2): w[k] = B(k - 1 - u), each piece's polynomial in u.
 PYCA_HOSTDEVICE PYCA_FORCEINLINE void bspline3Taps(float u, float* w) {
   const float u2 = u * u, u3 = u2 * u, v = 1.f - u;
   w[0] = v * v * v * (1.f / 6.f);
@@ -88,7 +68,7 @@ PYCA_HOSTDEVICE PYCA_FORCEINLINE void bspline3Taps(float u, float* w) {
   w[2] = (1.f + 3.f * u + 3.f * u2 - 3.f * u3) * (1.f / 6.f);
   w[3] = u3 * (1.f / 6.f);
 }
-/// The derivatives B'(k - 1 - u), k = 0..3 (bspline3Deriv at the same taps).
+/// The derivatives d[k] = B'(k - 1 - u), k = 0..3, at the same taps.
 PYCA_HOSTDEVICE PYCA_FORCEINLINE void bspline3DerivTaps(float u, float* d) {
   const float v = 1.f - u;
   d[0] = 0.5f * v * v;

@@ -128,7 +128,7 @@ import PyCA.Core as ca
 
 from ._common import (ConfigError, kernel_of, polish_inverse, scratch_field, scratch_image,
                       gain_search, gain_wanted)
-from .memory import FIELD_BYTES, lbfgs_pairs
+from .memory import kept_path_fields, lbfgs_pairs
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
 from .schema import (Schema, Param, multiscale, kernel, device, metric, step_control, positive,
@@ -356,7 +356,7 @@ class Shooter:
             energy and the gradient are the full path's to rounding
             (Documentation/Architecture.md, "Where the memory goes").
         keep_mb (float): lean only: where the path's m_1 .. m_{T-1} (and, pooled,
-            v_1 .. v_{T-1}: :meth:`kept_fields`) fit in this many MiB, they are kept
+            v_1 .. v_{T-1}: :func:`~PyCA.Apps.memory.kept_path_fields`) fit in this many MiB, they are kept
             for the adjoint instead of recomputed (a CoAd and a K less per gradient
             and time step; ``keeps``); decided again at each :meth:`set_steps`.
             Default 0: recomputed (the registration passes ``path_max_mb``).
@@ -458,10 +458,9 @@ class Shooter:
         # v_0 .. v_{T-1}, and v_T unless lean; pooled: none (v_n in t1 during
         # the shoot, K m_n recomputed by the adjoint)
         # lean, but m_n (and, pooled, v_n) kept where they fit in keep_mb
-        keep = self.lean and self.kept_fields(T) * FIELD_BYTES * self.grid.nVox() <= self.keep_mb * 2 ** 20
-        self.keeps = keep and T > 1
-        nv = T if keep else 1 if self.pooled else T if self.lean else T + 1
-        nm = T - 1 if keep else 0 if self.lean else T           # m_1 .. m_T (recomputed when lean)
+        self.keeps = self.lean and kept_path_fields(T, self.pooled, self.grid, self.keep_mb) > 0
+        nv = T if self.keeps else 1 if self.pooled else T if self.lean else T + 1
+        nm = T - 1 if self.keeps else 0 if self.lean else T     # m_1 .. m_T (recomputed when lean)
         self.g = self.g[:1] + [take() for _ in range(T)]
         self.ginv = self.ginv[:1] + [take() for _ in range(T)]
         self.v = self.v[:1] + [take() for _ in range(nv - 1)] + [None] * (T + 1 - nv)
@@ -476,7 +475,8 @@ class Shooter:
 
     def kept_fields(self, T):
         """The fields a lean shooter with T time steps adds where it keeps its path's
-        momenta (``keep_mb``): m_1 .. m_{T-1}, and for a pooled one v_1 .. v_{T-1} too.
+        momenta (``keep_mb``; :func:`~PyCA.Apps.memory.kept_path_fields` without the
+        budget): m_1 .. m_{T-1}, and for a pooled one v_1 .. v_{T-1} too.
 
         Args:
             T (int): the time steps.
@@ -484,7 +484,7 @@ class Shooter:
         Returns:
             int: the fields (0 with one time step).
         """
-        return (2 if self.pooled else 1) * max(0, int(T) - 1)
+        return kept_path_fields(T, self.pooled, self.grid, math.inf)
 
     @contextlib.contextmanager
     def _borrow(self, fields, images):

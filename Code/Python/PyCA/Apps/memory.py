@@ -49,7 +49,7 @@ import resource
 import sys
 import threading
 
-__all__ = ['Prediction', 'MemoryLimitError', 'predict_peak', 'lbfgs_pairs', 'available_memory', 'parse_bytes',
+__all__ = ['Prediction', 'MemoryLimitError', 'predict_peak', 'lbfgs_pairs', 'kept_path_fields', 'available_memory', 'parse_bytes',
            'check_fits', 'check_memory', 'last_prediction', 'measured_peak', 'peak_rss', 'memory_summary',
            'format_bytes', 'METHOD_BUFFERS', 'METRIC_IMAGES']
 
@@ -234,12 +234,37 @@ def lbfgs_pairs(hist, grid, max_mb):
     Returns:
         int: the pairs (0: the heavy-ball :class:`~PyCA.Apps.lddmm.Descent`).
     """
+    pair = 2 * FIELD_BYTES * _voxels(grid)   # two Field3D
+    return int(max(0, min(int(hist), (float(max_mb) * 2 ** 20) // pair)))
+
+
+def kept_path_fields(nsteps, pooled, grid, max_mb):
+    """The fields LDDMM's lean shooter keeps for its adjoint instead of
+    recomputing them (:class:`~PyCA.Apps.lddmm.Shooter`'s ``keep_mb``):
+    m_1 .. m_{T-1}, and for a pooled shooter v_1 .. v_{T-1} too; 0 where they
+    would hold more than ``max_mb`` MiB.
+
+    Args:
+        nsteps (int): the time steps T.
+        pooled (bool): the shooter borrows its scratch (Euler, one inverse
+            iteration, Euler adjoint: its v_n are not held otherwise).
+        grid (GridInfo or sequence of int): the grid or its size.
+        max_mb (float): ``path_max_mb``.
+
+    Returns:
+        int: the kept fields (0: recomputed).
+    """
+    kept = (2 if pooled else 1) * max(0, int(nsteps) - 1)
+    return kept if kept * FIELD_BYTES * _voxels(grid) <= float(max_mb) * 2 ** 20 else 0
+
+
+def _voxels(grid):
+    """The voxels of a grid (GridInfo) or of a size (sequence of int)."""
     size = grid.size() if hasattr(grid, 'size') and callable(grid.size) else grid
     n = 1
     for v in size:
         n *= int(v)
-    pair = 2 * FIELD_BYTES * n               # two Field3D
-    return int(max(0, min(int(hist), (float(max_mb) * 2 ** 20) // pair)))
+    return n
 
 
 def _count(method, cfg, aniso):
@@ -334,12 +359,10 @@ def predict_peak(method, grid, config=None, device='cpu', inputs_resident=True):
         pairs = min(allowed, max(0, int(its) - 2))
         if allowed:
             fields += 2 * pairs + 2 + (1.0 if not cfg.get('momentum', 0.65) else 0.0)
-        # the path's m_n (and, pooled, v_n) kept where they fit in path_max_mb (Shooter.kept_fields)
+        # the path's m_n (and, pooled, v_n) kept where they fit in path_max_mb
         pooled = (cfg.get('integrator', 'euler') == 'euler' and int(cfg.get('inverse_iters', 1)) == 1
                   and cfg.get('adjoint', 'euler') == 'euler')
-        kept = (2 if pooled else 1) * (max(1, int(cfg.get('nsteps', 2))) - 1)
-        if kept * FIELD_BYTES * n <= float(cfg.get('path_max_mb', 0)) * 2 ** 20:
-            fields += kept
+        fields += kept_path_fields(cfg.get('nsteps', 2), pooled, psize, cfg.get('path_max_mb', 0))
     gpu = str(device).lower() in ('gpu', 'cuda')
     where = {
         'method_fields': fields * FIELD_BYTES * n,
