@@ -250,6 +250,51 @@ def test_lean_shooter_holds_fewer_fields():
     assert len({id(f) for f in held}) == 4 * 3 + 7
 
 
+def _np_jacdet(h):
+    """det(dh/dx) of a voxel-unit H-field (three (X, Y, Z) arrays) by NumPy's central differences."""
+    D = np.array([[np.gradient(h[i].astype(np.float64), axis=j) for j in range(3)] for i in range(3)])
+    return np.linalg.det(np.moveaxis(D, (0, 1), (-2, -1)))
+
+
+def test_folds_are_judged_off_the_rim():
+    """The shooter's min det J (what stable() reads) is NumPy's central-difference det J of
+    phi_1 and phi_1^-1 two voxels or more inside the grid: a fold on the rim (one-sided
+    differences of clamped samples; the 1 mm MNI pair's brainstem on the bottom face) is not
+    a fold of the path, one inside is."""
+    rng = np.random.default_rng(5)
+    n = (20, 18, 16)
+    g = ca.GridInfo(ca.Vec3Di(*n), ca.Vec3Df(1.0, 1.0, 1.0), ca.Vec3Df(0.0, 0.0, 0.0))
+    K = make_fluid_kernel(g, MT, 4.0, 0.0, 1.0, 2)
+    sh = Shooter(g, MT, K, 2, 'euler', 0.1, inverse_iters=1, adjoint='euler')
+    idx = np.meshgrid(*[np.arange(k, dtype=np.float64) for k in n], indexing='ij')
+
+    def field(fold=None):
+        h = [idx[i] + 3.0 * ndimage.gaussian_filter(rng.standard_normal(n), 2.0) for i in range(3)]
+        if fold is not None:
+            # a voxel moved 2.5 voxels towards the middle along an axis: its neighbours'
+            # differences along that axis (one-sided on a face, central inside) fall below 0
+            ax, pos = fold
+            h[ax][pos] += 2.5 if pos[ax] < n[ax] / 2 else -2.5
+        return h
+
+    def judged(hg, hi):
+        for f, h in ((sh.g[sh.T], hg), (sh.ginv[sh.T], hi)):
+            for c, a in zip(f.asnp(), h):
+                c[...] = a
+        return sh._min_jac()
+
+    inner = (slice(2, -2),) * 3
+    for fold_g, fold_i, folds in (((0, (0, 9, 8)), None, False), (None, (1, (10, 0, 7)), False),
+                                  ((2, (19, 3, 15)), (0, (19, 17, 0)), False),
+                                  ((0, (8, 9, 7)), None, True), (None, (2, (2, 2, 3)), True)):
+        hg, hi = field(fold_g), field(fold_i)
+        ref = min(_np_jacdet(hg)[inner].min(), _np_jacdet(hi)[inner].min())
+        everywhere = min(_np_jacdet(hg).min(), _np_jacdet(hi).min())
+        assert everywhere <= 0.0                              # each case folds somewhere
+        assert judged(hg, hi) == pytest.approx(ref, rel=1e-4, abs=1e-5)
+        assert (ref <= 0.0) == folds
+
+
 def test_kept_path_fits_its_budget():
     """keep_mb: the lean, pooled shooter keeps m_1..m_{T-1} and v_1..v_{T-1}
     (2 (T - 1) more fields) where they fit in keep_mb MiB, and recomputes them
