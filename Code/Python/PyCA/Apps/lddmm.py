@@ -634,7 +634,8 @@ class Shooter:
         return min(ca.Min(self.i2), ca.Min(self.i3))
 
     def stable(self, max_cfl):
-        """The last shoot is usable: finite, within the stability bound, not folded.
+        """The last shoot is usable: finite, within the stability bound, not folded
+        (min det J of phi_1 and phi_1^-1 above 0 two voxels or more inside the grid: ``rim``).
 
         Args:
             max_cfl (float): the stability bound on ``dt * max_x |Dv(x)|``.
