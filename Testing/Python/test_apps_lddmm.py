@@ -1071,6 +1071,50 @@ def test_lbfgs_gradient_takes_the_shooters_k_m0(monkeypatch):
     assert r.energy[-1] < r.energy[0]
 
 
+def test_lbfgs_trials_take_k_m0_by_linearity(monkeypatch):
+    """An L-BFGS trial m0 = prev_m0 - step q is shot with K m0 = K prev_m0 - step K q
+    (LBFGSDescent.trial_velocity) instead of an FFT operator: checked against K applied
+    to the trial, after an accepted momentum (the step from K prev_m0), after a rejected
+    trial (the halved step from the failed trial's K m0: a rejection forced at the fourth
+    judgement) and after a refinement's re-shot of prev_m0 (forced at the seventh trial)."""
+    import math
+    from PyCA.Apps import lddmm as L
+    F, M = _blob_pair(14.0)
+    seen, judged, trials = [], [0], [0]
+    orig_tv, orig_judge, refine = L.LBFGSDescent.trial_velocity, L.LBFGSDescent.judge, L.LDDMM._refine
+
+    def trial_velocity(self, sh):
+        base = ('accepted' if sh.v0_of is self.prev_m0 else
+                'rejected trial' if sh.v0_of is self.m0 and self.v0_step is not None else None)
+        v0 = orig_tv(self, sh)
+        if v0 is not None:
+            ref = ca.Field3D(self.grid, ca.MEM_HOST)
+            self.kernel.applyInverseOperator(ref, self.m0)
+            ref, got = _get(ref), _get(v0)
+            seen.append((base, float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))))
+        return v0
+
+    def judge(self, e):
+        judged[0] += 1
+        return orig_judge(self, math.inf if judged[0] == 4 else e)
+
+    def forced_refine(self, sh, m, grid, kernel):
+        trials[0] += 1
+        if trials[0] == 7:
+            sh.set_steps(2 * sh.T)
+            sh.shoot(m)
+        return refine(self, sh, m, grid, kernel)
+
+    monkeypatch.setattr(L.LBFGSDescent, 'trial_velocity', trial_velocity)
+    monkeypatch.setattr(L.LBFGSDescent, 'judge', judge)
+    monkeypatch.setattr(L.LDDMM, '_refine', forced_refine)
+    r = lddmm_register(F, M, quiet=True, metric='ssd', scales=[1], iters=[10], sigma=0.05, tol=0)
+    kinds = [b for b, _ in seen]
+    assert kinds.count('accepted') >= 6 and 'rejected trial' in kinds, kinds
+    assert max(err for _, err in seen) < 1e-5, seen
+    assert r.config['nsteps_used'] == [4] and r.energy[-1] < r.energy[0]
+
+
 def test_sigma_auto_follows_the_metric():
     from PyCA.Apps.lddmm import resolve_sigma, SIGMA_AUTO
     from PyCA.Apps.metrics import make_metric

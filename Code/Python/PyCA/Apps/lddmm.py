@@ -49,7 +49,8 @@ gradient K m0 - m_hat(0), which is the same in every metric, with K m0 the
 shooter's v_0: 8 FFT operators an iteration with two time steps, against 11 when
 it smoothed the gradient first; 26 % fewer on the demo's large pair, 6 to 17 %
 less time; 7 where the shooter keeps its path, ``path_max_mb``, two of them L^q
-on K's band only); both keep K's band (the modes K drops get no momentum: at 1 mm
+on K's band only; 6 where each trial's K m0 is K prev_m0 - step K q,
+``LBFGSDescent.trial_velocity``); both keep K's band (the modes K drops get no momentum: at 1 mm
 0.308 / 0.710 mm without that, 0.254 / 0.588 with it; at 2 mm within 0.03 mm).
 In K's metric the direction m0 - L^3 m_hat(0) is dominated by the
 frequencies that L^3 amplifies most, where the continuous adjoint's gradient
@@ -646,7 +647,7 @@ class Shooter:
         return (math.isfinite(self.cfl) and self.cfl <= max_cfl
                 and math.isfinite(self.min_jac) and self.min_jac > 0.0)
 
-    def shoot(self, m0):
+    def shoot(self, m0, v0=None):
         """Integrates the geodesic from ``m0``: fills g_n, ginv_n, v_n, m_n for n = 0..T
         (v_T and m_T only with ``endpoint``) and the stability numbers (``cfl``,
         ``min_jac``) that :meth:`stable` reads.
@@ -655,26 +656,33 @@ class Shooter:
 
         Args:
             m0 (Field3D): the initial momentum (physical units) on the shooter's grid.
+            v0 (Field3D, optional): K m0 where the caller knows it (an L-BFGS trial's,
+                by linearity: :meth:`LBFGSDescent.trial_velocity`), used instead of
+                applying K; it may be ``v0_out`` itself. Default None: K m0 computed.
         """
         with self._borrow(('t1', 'w'), ('i2', 'i3')):
             if self.pooled:
                 self.v[0] = self.t1
             try:
-                self._shoot(m0)
+                self._shoot(m0, v0)
             finally:
                 if self.pooled:
                     self.v[0] = None
 
-    def _shoot(self, m0):
+    def _shoot(self, m0, v0=None):
         T, dt = self.T, 1.0 / self.T
         # Euler with one inverse iteration: one gather each for g and ginv (below)
         one_gather = self.one_gather
         self.m[0] = m0
-        self.K.applyInverseOperator(self.v[0], m0)
+        if v0 is None:
+            self.K.applyInverseOperator(self.v[0], m0)
+        else:
+            ca.Copy(self.v[0], v0)               # the caller's K m0 (a copy instead of a K)
         self.e_reg = 0.5 * ca.Dot(m0, self.v[0]) * self.vv     # E_reg = 1/2 <m0, K m0>
         self.v0_of = None
         if self.v0_out is not None:
-            ca.Copy(self.v0_out, self.v[0])
+            if self.v0_out is not v0:
+                ca.Copy(self.v0_out, self.v[0])
             self.v0_of = m0
         self.cfl = 0.0
         for n in range(T):
@@ -1085,6 +1093,19 @@ class Descent:
     def _trial(self):
         ca.Add_MulC(self.m0, self.prev_m0, self.prev_dir, -self.step)
 
+    def trial_velocity(self, sh):
+        """K m0 of the trial where the descent knows it: never here (the heavy-ball
+        direction's K is not at hand), so the shooter applies K (as
+        :meth:`LBFGSDescent.trial_velocity` does where it does not know it).
+
+        Args:
+            sh (Shooter): the shooter (unused).
+
+        Returns:
+            None.
+        """
+        return None
+
     def judge(self, e):
         """What to do after a trial of energy ``e`` (inf for an unusable shot).
 
@@ -1171,6 +1192,9 @@ class LBFGSDescent:
     ``K^q y``, ``K^q g``, ``L^q q``), and the velocity change ``K q``; ``K m0``
     is the shooter's own v_0 where the caller lends it the descent's ``v0``
     field (``Shooter.v0_out``, as :meth:`LDDMM.run` does): two operators then.
+    The shooter's own K m0 is then spared too: a trial ``prev_m0 - step q``
+    has ``K m0 = K prev_m0 - step K q`` (:meth:`trial_velocity`; ``K q`` kept in
+    ``G_new`` from the step bound until the next gradient).
     ``2 hist + 6`` fields.
     The first iteration and every restart take the preconditioned gradient
     with the automatic first step (``init_disp`` voxels), later ones the unit
@@ -1214,9 +1238,39 @@ class LBFGSDescent:
         self.step = self.first_step = None
         self.gradient_dir = True                 # the direction is the plain gradient
         self.gamma = 1.0
+        # K q of the direction (in G_new, free from the swap in advance until the next
+        # gradient), and the step s of the trial whose K m0 = K prev_m0 - s K q v0 holds
+        self.Kq = None
+        self.v0_step = None
 
     def _field(self):
         return self.spare.pop() if self.spare else ca.Field3D(self.grid, self.mType)
+
+    def trial_velocity(self, sh):
+        """K m0 of the trial ``m0 = prev_m0 - step q`` without a K: ``v0`` held K of the
+        momentum ``sh`` shot last, the accepted ``prev_m0`` (``K prev_m0``) or an earlier
+        trial along the same ``q`` (``K prev_m0 - s K q``), and ``K q`` is kept from the
+        step bound, so ``v0 += (s - step) K q`` (one pass instead of an FFT operator).
+
+        Args:
+            sh (Shooter): the shooter, lent ``v0`` as its ``v0_out``.
+
+        Returns:
+            Field3D or None: ``v0`` holding K m0, or None where it is not known (the
+            first trial of a level, a new direction after a failed one).
+        """
+        if self.Kq is None or sh.v0_out is not self.v0:
+            return None
+        if sh.v0_of is self.prev_m0:
+            s = 0.0                              # K of the accepted momentum
+        elif sh.v0_of is self.m0 and self.v0_step is not None:
+            s = self.v0_step                     # K of an earlier trial along q
+        else:
+            return None
+        if s != self.step:
+            ca.Add_MulC_I(self.v0, self.Kq, s - self.step)
+        self.v0_step = self.step
+        return self.v0
 
     def restart(self):
         """Drops the history (the energy changed: more time steps)."""
@@ -1249,16 +1303,18 @@ class LBFGSDescent:
                 self._trial()
                 return self.RETRY
             self.m0, self.prev_m0 = self.prev_m0, self.m0
+            self.Kq = None
             return self.STOP
         self.best = e
         return self.ACCEPT
 
     def _gradient_direction(self):
         """q = g = L^q G (the gradient in the descent's metric) with the automatic first
-        step (scratch: m0, the failed trial)."""
+        step (K q into G_new, free after advance's swap)."""
         self.mk.applyOperator(self.q, self.G)
         self.gradient_dir = True
-        self.step = self.first_step = automatic_step(self.kernel, self.q, self.m0, self.grid, self.cfg)
+        self.Kq, self.v0_step = self.G_new, None  # (v0: K of a trial along the old q)
+        self.step = self.first_step = automatic_step(self.kernel, self.q, self.Kq, self.grid, self.cfg)
 
     def advance(self, sh, I0, deformed, I1, kernel, grid):
         """The next trial from the accepted ``m0``: its preconditioned gradient,
@@ -1273,6 +1329,7 @@ class LBFGSDescent:
             grid (GridInfo): the scale's grid.
         """
         s_new = None
+        self.Kq = self.v0_step = None            # G_new gets the gradient
         if self.have_old and self.hist > 0:
             if len(self.pairs) >= self.hist:                # the oldest pair makes room
                 s, Y, _ = self.pairs.pop(0)
@@ -1324,7 +1381,9 @@ class LBFGSDescent:
         self.m0, self.prev_m0 = self.prev_m0, self.m0       # prev_m0: the accepted momentum
         self.gradient_dir = False
         # the quasi-Newton (unit) step, bounded to max_disp voxels of velocity change
-        vmax = velocity_change(self.kernel, q, self.m0, self.grid)
+        # (K q into G_new, kept for the trials' K m0: trial_velocity)
+        self.Kq = self.G_new
+        vmax = velocity_change(self.kernel, q, self.Kq, self.grid)
         self.step = self.first_step = 1.0 if vmax <= self.max_disp else self.max_disp / vmax
         self._trial()
 
@@ -1443,7 +1502,7 @@ class LDDMM(Method):
         """Shoots the trial d.m0 stably; returns (shooter, E_img, E_reg, E) with E = inf for an
         unusable shot, and d.best re-evaluated where the time steps changed."""
         I0, I1 = level.moving, level.fixed
-        sh.shoot(d.m0)
+        sh.shoot(d.m0, d.trial_velocity(sh))
         T_before = sh.T
         sh = self._refine(sh, d.m0, level.grid, kernel)
         if d.best is None and not sh.stable(self.max_cfl):
@@ -1462,7 +1521,7 @@ class LDDMM(Method):
             # with them, so that the comparison is between equals
             sh.shoot(d.prev_m0)
             d.best = sum(sh.energy(d.prev_m0, I0, I1, deformed))
-            sh.shoot(d.m0)
+            sh.shoot(d.m0, d.trial_velocity(sh))
             e_img, e_reg = sh.energy(d.m0, I0, I1, deformed)
             e = e_img + e_reg
         if not (math.isfinite(e) and sh.stable(self.max_cfl)):
