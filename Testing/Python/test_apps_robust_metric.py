@@ -294,7 +294,8 @@ def _register(F, M, method, **kw):
 @pytest.mark.parametrize('method,fixed_is_c,bound', [
     ('greedy', False, 0.05),
     pytest.param('lddmm', False, 0.05, marks=pytest.mark.xfail(
-        strict=False, reason="LDDMM's defaults leave the slit where the C closes: 5.1 % with auto "
+        strict=False, reason="LDDMM's defaults leave the slit where the C closes: 5-7 % with auto, "
+                             "moved by rounding (7.1 % since trials take K m0 by linearity) "
                              "(8 % with the lpow-2 kernel; 7 % with ssd, 7 % with tol=0 and 200 "
                              "iterations: not the metric)")),
     ('lddmm', False, 0.12),
