@@ -25,7 +25,7 @@ import PyCA.Core as ca
 __all__ = ['RegistrationResult', 'merge_config', 'load_config', 'compute_mem_type',
            'gpu_available', 'same_grid', 'on_mem', 'ensure_thread_memory_manager', 'make_fluid_kernel', 'kernel_of', 'gaussian_filter_of',
            'make_resampler', 'make_multiscale', 'release_thread_memory_manager', 'release_unused_scratch',
-           'scratch_field', 'scratch_image', 'polish_inverse', 'FaceSlabs', 'FoldGuard', 'gain_search', 'gain_wanted',
+           'scratch_field', 'scratch_image', 'polish_inverse', 'FaceSlabs', 'jacobian_rim', 'FoldGuard', 'gain_search', 'gain_wanted',
            'Progress', 'check_pair', 'mem_name', 'ConfigError']
 
 
@@ -333,6 +333,23 @@ class FaceSlabs:
             ca.SetSubVol_I(vol, slab, st)
 
 
+def jacobian_rim(grid, mType):
+    """The rim a fold check leaves out: the outer 2 voxels of both faces of every
+    axis of 5 or more voxels, set to 1 in a det J image (:class:`FaceSlabs`). There
+    ``JacDetHVoxel``'s differences are one-sided and the H-field's samples clamped or
+    from outside the grid, which a fold check must not read as a fold.
+    ``polish_inverse`` and LDDMM's shooter judge their det J off it.
+
+    Args:
+        grid (GridInfo): the det J image's grid.
+        mType (MemoryType): its memory type.
+
+    Returns:
+        FaceSlabs.
+    """
+    return FaceSlabs(grid, mType, width=2, value=1.0, field=False, min_len=5)
+
+
 class FoldGuard:
     """Judges candidate H-fields against a start: a candidate folds where
     its min det J (``JacDetHVoxel``; off the faces of ``rim`` where one is
@@ -415,7 +432,7 @@ def polish_inverse(hinv, h, iters, scratch, r=None, jac=None):
     jac = scratch_image(g, mt) if jac is None else jac
     # the outer 2 voxels of each face: ones (there 2x - h o hinv samples hinv outside
     # the grid, its background, which a fold check must not read as a fold)
-    guard = FoldGuard(jac, FaceSlabs(g, mt, width=2, value=1.0, field=False, min_len=5))
+    guard = FoldGuard(jac, jacobian_rim(g, mt))
     try:
         guard.start(hinv)
         for k in range(int(iters)):

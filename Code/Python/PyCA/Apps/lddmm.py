@@ -127,8 +127,8 @@ import warnings
 
 import PyCA.Core as ca
 
-from ._common import (ConfigError, FaceSlabs, kernel_of, polish_inverse, scratch_field, scratch_image,
-                      gain_search, gain_wanted)
+from ._common import (ConfigError, FoldGuard, jacobian_rim, kernel_of, polish_inverse, scratch_field,
+                      scratch_image, gain_search, gain_wanted)
 from .memory import kept_path_fields, lbfgs_pairs
 from .metrics import SSD
 from .multiscale import Method, register_levels, min_spacing, used_spacings, check_warm_field
@@ -423,12 +423,12 @@ class Shooter:
         self.v0_of = None
         self.cfl = 0.0                       # max_n dt * max_x |Dv_n(x)|_F of the last shoot
         self.min_jac = 1.0                   # min det D(phi_1), det D(phi_1^-1) of the last shoot
-        # det J is judged off the grid's rim (2 voxels deep on every axis of 5 or more; a
-        # face's worth of memory): there the H-field's differences are one-sided and its
-        # samples clamped, while K's periodic velocity does not vanish at the faces (the
-        # 1 mm MNI pair's brainstem, cut by the bottom face: det J -0.04 on that face at
-        # T = 2 with dt max|Dv| 0.19 and 0.43 inside, which doubled the finest level's T)
-        self.rim = FaceSlabs(grid, mType, width=2, value=1.0, field=False, min_len=5)
+        # det J is judged off the grid's rim (jacobian_rim, as polish_inverse's; a face's
+        # worth of memory): there the H-field's differences are one-sided and its samples
+        # clamped, while K's periodic velocity does not vanish at the faces (the 1 mm MNI
+        # pair's brainstem, cut by the bottom face: det J -0.04 on that face at T = 2 with
+        # dt max|Dv| 0.19 and 0.43 inside, which doubled the finest level's T)
+        self.rim = jacobian_rim(grid, mType)
         if adjoint == 'heun':
             self.hb_a, self.hb_p = F(), F()
         if integrator == 'rk4':
@@ -628,11 +628,8 @@ class Shooter:
         return math.sqrt(max(ca.Max(self.i2), 0.0))
 
     def _min_jac(self):
-        ca.JacDetHVoxel(self.i2, self.g[self.T])
-        ca.JacDetHVoxel(self.i3, self.ginv[self.T])
-        self.rim.fill(self.i2)
-        self.rim.fill(self.i3)
-        return min(ca.Min(self.i2), ca.Min(self.i3))
+        guard = FoldGuard(self.i2, self.rim)
+        return min(guard.min_jac(self.g[self.T]), guard.min_jac(self.ginv[self.T]))
 
     def stable(self, max_cfl):
         """The last shoot is usable: finite, within the stability bound, not folded
